@@ -1,0 +1,275 @@
+//! The CPU backend, tensorop's reference: the output is cut into chunks that worker threads
+//! compute independently, each reading just the input elements it needs with positional reads,
+//! while the calling thread writes finished chunks in order. Memory is a fixed number of
+//! chunk-sized buffers, whatever the size of the inputs; only inputs that are small, or stored
+//! in Fortran order with several non-unit dimensions, are loaded whole.
+
+use crate::backend::{Job, Stats};
+use crate::dtype::Element;
+use crate::npy::input::NpyInput;
+use crate::op::{Arith, Operand, Semantics};
+use crate::shape::Iteration;
+use anyhow::{anyhow, Result};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bytes of output per chunk: large enough that per-chunk costs vanish, small enough that a
+/// chunk's inputs and output stay in the CPU's L2 cache between read, compute and write.
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// Inputs up to this size that are not read in output order are loaded whole.
+const RESIDENT_BYTES: u64 = 32 << 20;
+
+/// Runs `job`, handing each finished chunk's bytes, in order, to `write`.
+pub fn run(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
+    crate::with_dtype!(job.dtype, T => run_typed::<T>(job, write))
+}
+
+/// Where a worker finds an input's elements.
+enum Source<'a, T> {
+    /// The whole input, in storage order, shared by all workers.
+    Resident(&'a [T]),
+    /// A window of the input file, refilled by positional reads as the worker moves on.
+    Window { input: &'a NpyInput, total: u64, buf: Vec<T>, lo: u64, len: usize },
+}
+
+/// One worker's view of one input: its source and a gather buffer for strided runs.
+struct Reader<'a, T> {
+    src: Source<'a, T>,
+    gather: Vec<T>,
+    read_time: Duration,
+}
+
+impl<T: Arith> Reader<'_, T> {
+    /// Makes sure elements `[off, off + n)` are available (a window is refilled if not).
+    fn ensure(&mut self, off: u64, n: usize) -> Result<()> {
+        if let Source::Window { input, total, buf, lo, len } = &mut self.src {
+            if off < *lo || off + n as u64 > *lo + *len as u64 {
+                let take = (buf.capacity().max(n) as u64).min(*total - off) as usize;
+                buf.resize(take, T::zeroed());
+                let t = Instant::now();
+                input.read_into(off, &mut buf[..take])?;
+                self.read_time += t.elapsed();
+                (*lo, *len) = (off, take);
+            }
+        }
+        Ok(())
+    }
+
+    /// The operand for a run of `n` outputs whose input elements start at `off`, `stride` apart.
+    fn operand(&mut self, off: u64, stride: u64, n: usize) -> Result<Operand<'_, T>> {
+        let span = if stride == 0 { 1 } else { ((n as u64 - 1) * stride + 1) as usize };
+        self.ensure(off, span)?;
+        let (data, base): (&[T], u64) = match &self.src {
+            Source::Resident(d) => (d, 0),
+            Source::Window { buf, lo, len, .. } => (&buf[..*len], *lo),
+        };
+        let at = (off - base) as usize;
+        Ok(match stride {
+            0 => Operand::Scalar(data[at]),
+            1 => Operand::Slice(&data[at..at + n]),
+            s => {
+                self.gather.clear();
+                self.gather.extend((0..n).map(|i| data[at + i * s as usize]));
+                Operand::Slice(&self.gather)
+            }
+        })
+    }
+}
+
+/// Per-thread state: one reader per input.
+struct Worker<'a, T> {
+    sem: Semantics,
+    iter: &'a Iteration,
+    readers: [Reader<'a, T>; 2],
+    compute_time: Duration,
+}
+
+impl<T: Arith> Worker<'_, T> {
+    /// Computes output elements `[start, start + out.len())`.
+    fn fill(&mut self, start: u64, out: &mut [T]) -> Result<()> {
+        let it = self.iter;
+        let last = it.dims.len() - 1;
+        let inner = it.dims[last];
+        let (sa, sb) = (it.strides[0][last], it.strides[1][last]);
+        let mut idx = it.unravel(start);
+        let mut pos = 0;
+        while pos < out.len() {
+            let n = ((inner - idx[last]) as usize).min(out.len() - pos);
+            let (oa, ob) = (it.offset(0, &idx), it.offset(1, &idx));
+            let [ra, rb] = &mut self.readers;
+            let a = ra.operand(oa, sa, n)?;
+            let b = rb.operand(ob, sb, n)?;
+            let t = Instant::now();
+            self.sem.apply(&mut out[pos..pos + n], a, b);
+            self.compute_time += t.elapsed();
+            pos += n;
+            // Advance the multi-index by n (carry into outer dimensions).
+            idx[last] += n as u64;
+            let mut k = last;
+            while k > 0 && idx[k] == it.dims[k] {
+                idx[k] = 0;
+                idx[k - 1] += 1;
+                k -= 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
+    let total = job.iter.len();
+    let chunk = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
+    let n_chunks = total.div_ceil(chunk as u64);
+    let threads = job.threads.clamp(1, n_chunks.max(1).min(usize::MAX as u64) as usize);
+    let mut stats = Stats { threads_used: threads, ..Stats::default() };
+
+    // Inputs not read in output order are loaded whole when small (or unavoidable).
+    let t = Instant::now();
+    let mut resident: [Option<Vec<T>>; 2] = [None, None];
+    for (i, slot) in resident.iter_mut().enumerate() {
+        let input = job.inputs[i];
+        let h = &input.header;
+        let strided_fortran = h.fortran_order && h.shape.iter().filter(|&&d| d > 1).count() > 1;
+        if total > 0 && !job.iter.is_identity(i) && (h.data_bytes <= RESIDENT_BYTES || strided_fortran) {
+            let mut v = vec![T::zeroed(); h.elements as usize];
+            input.read_into(0, &mut v)?;
+            *slot = Some(v);
+        }
+    }
+    stats.read += t.elapsed();
+
+    let make_worker = || Worker {
+        sem: job.sem,
+        iter: &job.iter,
+        readers: [0, 1].map(|i| Reader {
+            src: match &resident[i] {
+                Some(v) => Source::Resident(v.as_slice()),
+                None => Source::Window {
+                    input: job.inputs[i],
+                    total: job.inputs[i].header.elements,
+                    buf: Vec::with_capacity(chunk),
+                    lo: 0,
+                    len: 0,
+                },
+            },
+            gather: Vec::new(),
+            read_time: Duration::ZERO,
+        }),
+        compute_time: Duration::ZERO,
+    };
+    let chunk_range = |c: u64| {
+        let start = c * chunk as u64;
+        (start, (total - start).min(chunk as u64) as usize)
+    };
+    let mut timed_write = |bytes: &[u8], stats: &mut Stats| -> Result<()> {
+        let t = Instant::now();
+        let r = write(bytes);
+        stats.write += t.elapsed();
+        r
+    };
+
+    if threads <= 1 {
+        // Small or single-threaded work: no threads, one buffer.
+        let mut w = make_worker();
+        let mut buf = vec![T::zeroed(); chunk.min(total as usize)];
+        for c in 0..n_chunks {
+            let (start, len) = chunk_range(c);
+            w.fill(start, &mut buf[..len])?;
+            to_little_endian(&mut buf[..len]);
+            timed_write(bytemuck::cast_slice(&buf[..len]), &mut stats)?;
+        }
+        stats.absorb(&w);
+        return Ok(stats);
+    }
+
+    // Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
+    // flight and the chunk the writer waits for always holds a buffer: no deadlock.
+    let pool = threads * 2 + 2;
+    let (free_tx, free_rx) = mpsc::channel::<Vec<T>>();
+    for _ in 0..pool {
+        let _ = free_tx.send(vec![T::zeroed(); chunk]);
+    }
+    let free_rx = Mutex::new(free_rx);
+    let (done_tx, done_rx) = mpsc::channel::<Result<(u64, Vec<T>)>>();
+    let next = AtomicU64::new(0);
+    let abort = AtomicBool::new(false);
+    let worker_stats = Mutex::new(Stats::default());
+
+    std::thread::scope(|s| -> Result<()> {
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let (free_rx, next, abort, worker_stats) = (&free_rx, &next, &abort, &worker_stats);
+            let mut w = make_worker();
+            s.spawn(move || {
+                loop {
+                    let buf = match free_rx.lock().map(|rx| rx.recv()) {
+                        Ok(Ok(buf)) => buf,
+                        _ => break,
+                    };
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= n_chunks || abort.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let (start, len) = chunk_range(c);
+                    let mut buf = buf;
+                    buf.resize(len, T::zeroed());
+                    let res = w.fill(start, &mut buf).map(|()| {
+                        to_little_endian(&mut buf);
+                        (c, buf)
+                    });
+                    let failed = res.is_err();
+                    if done_tx.send(res).is_err() || failed {
+                        break;
+                    }
+                }
+                if let Ok(mut st) = worker_stats.lock() {
+                    st.absorb(&w);
+                }
+            });
+        }
+        drop(done_tx);
+
+        let mut pending = BTreeMap::new();
+        let mut want = 0u64;
+        let result = (|| -> Result<()> {
+            while want < n_chunks {
+                let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
+                pending.insert(c, buf);
+                while let Some(buf) = pending.remove(&want) {
+                    timed_write(bytemuck::cast_slice(&buf), &mut stats)?;
+                    let _ = free_tx.send(buf);
+                    want += 1;
+                }
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            abort.store(true, Ordering::Relaxed);
+        }
+        drop(free_tx);
+        drop(done_rx);
+        result
+    })?;
+    if let Ok(ws) = worker_stats.into_inner() {
+        stats.read += ws.read;
+        stats.compute += ws.compute;
+    }
+    Ok(stats)
+}
+
+impl Stats {
+    fn absorb<T>(&mut self, w: &Worker<'_, T>) {
+        self.read += w.readers[0].read_time + w.readers[1].read_time;
+        self.compute += w.compute_time;
+    }
+}
+
+/// Output files are little-endian; on a big-endian machine elements are swapped before writing.
+fn to_little_endian<T: Element>(buf: &mut [T]) {
+    if cfg!(target_endian = "big") {
+        buf.iter_mut().for_each(|x| *x = x.swap_bytes());
+    }
+}

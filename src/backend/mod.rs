@@ -1,0 +1,46 @@
+//! Backends execute a validated [`Job`]: they stream the output, chunk by chunk and in order, to
+//! a writer callback. The CPU backend ([`cpu`]) is the reference; the GPU backend must match it
+//! bit for bit.
+
+pub mod cpu;
+
+use crate::dtype::DType;
+use crate::npy::input::NpyInput;
+use crate::op::Semantics;
+use crate::shape::Iteration;
+use std::time::Duration;
+
+/// Which backend runs the arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    Cpu,
+    Wgpu,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+        }
+    }
+}
+
+/// Everything a backend needs: what to compute, over which iteration space, from which inputs.
+pub struct Job<'a> {
+    pub sem: Semantics,
+    pub dtype: DType,
+    pub iter: Iteration,
+    pub inputs: [&'a NpyInput; 2],
+    pub threads: usize,
+}
+
+/// Where a backend's time went. Durations are summed over worker threads, so with several
+/// threads they can exceed the wall-clock time.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub threads_used: usize,
+    pub read: Duration,
+    pub compute: Duration,
+    pub write: Duration,
+}

@@ -1,0 +1,155 @@
+//! Command-line syntax: clap derive structs and value enums, nothing else. No I/O happens here,
+//! so `--help` and usage errors never touch a file or a GPU.
+
+use crate::spec::level::LevelChoice;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tensorop",
+    version,
+    about = "DirectML element-wise subtract and squared difference over .npy files",
+    long_about = "DirectML element-wise subtract (DML_ELEMENT_WISE_SUBTRACT) and squared difference \
+                  (DML_ELEMENT_WISE_DIFFERENCE_SQUARE, OpenVINO SquaredDifference-1) over .npy files, \
+                  validated against a DirectML feature level's support matrix.",
+    after_help = "Exit status: 0 success, 1 runtime error, 2 usage error, 3 validation failure."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// out = A - B (DML_ELEMENT_WISE_SUBTRACT)
+    Sub(OpArgs),
+    /// out = (A - B) * (A - B) (DML_ELEMENT_WISE_DIFFERENCE_SQUARE, OpenVINO SquaredDifference-1)
+    Sqdiff(OpArgs),
+    /// Print the DirectML support matrix: per feature level, dtypes and ranks
+    Support(SupportArgs),
+    /// Print .npy headers: dtype, shape, order, byte order, format version
+    Info(InfoArgs),
+    /// List the GPU adapters the wgpu backend can use
+    Devices(DevicesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OpArgs {
+    /// First input .npy (`-` = standard input)
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// Second input .npy (`-` = standard input)
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// Output .npy (`-` = standard output; the default when standard output is not a terminal)
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<String>,
+    /// DirectML feature level to validate against: 1_0 ... 6_4 (also 3.1, DML_FEATURE_LEVEL_3_1),
+    /// `latest` (= 6_4), or `none` for NumPy semantics without DirectML limits
+    #[arg(short = 'f', long, value_name = "L", default_value = "latest", value_parser = parse_level)]
+    pub feature_level: LevelChoice,
+    /// Broadcasting rule: NumPy's multidirectional broadcasting, or identical shapes only
+    #[arg(long, value_enum, default_value_t = BroadcastArg::Numpy)]
+    pub broadcast: BroadcastArg,
+    /// Where the arithmetic runs
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
+    /// float16 only: round A - B to float16 before squaring (NumPy's behaviour)
+    #[arg(long)]
+    pub half_precision: bool,
+    /// Write a JSON report of checks and timings here (`-` = standard output)
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<String>,
+    /// Run every check and write the report; compute and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// CPU worker threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Progress bar on standard error: `auto` shows it on a terminal for work over a second
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
+    /// Nothing on standard error but errors
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SupportArgs {
+    /// Only this operator
+    #[arg(long, value_enum)]
+    pub op: Option<OpArg>,
+    /// Only this feature level (any spelling `--feature-level` accepts)
+    #[arg(short = 'f', long, value_name = "L", value_parser = parse_level)]
+    pub feature_level: Option<LevelChoice>,
+    /// JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// .npy files (`-` = standard input)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<String>,
+    /// JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BroadcastArg {
+    Numpy,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    Cpu,
+    Wgpu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OpArg {
+    Sub,
+    Sqdiff,
+}
+
+fn parse_level(s: &str) -> Result<LevelChoice, String> {
+    s.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_levels_and_rejects_bad_values() {
+        let cli = Cli::try_parse_from(["tensorop", "sub", "a", "b", "-f", "DML_FEATURE_LEVEL_3_1"]).unwrap();
+        let Command::Sub(args) = cli.command else { panic!() };
+        assert_eq!(args.feature_level.to_string(), "3_1");
+        assert!(Cli::try_parse_from(["tensorop", "sub", "a", "b", "-f", "9_9"]).is_err());
+        assert!(Cli::try_parse_from(["tensorop", "sub", "a", "b", "--threads", "0"]).is_err());
+        assert!(Cli::try_parse_from(["tensorop", "sub", "a"]).is_err());
+    }
+}

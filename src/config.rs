@@ -1,0 +1,151 @@
+//! Turns parsed arguments into a [`Config`]: paths, level, backend and modes resolved, usage
+//! rules that clap cannot express enforced. Nothing after this module sees clap; nothing in it
+//! touches a file.
+
+use crate::backend::BackendKind;
+use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
+use crate::op::{Op, Semantics};
+use crate::progress::ProgressMode;
+use crate::spec::checks::BroadcastMode;
+use crate::spec::level::LevelChoice;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// A usage error: exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// Where the result goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    Stdout,
+    File(PathBuf),
+}
+
+impl OutputTarget {
+    pub fn label(&self) -> String {
+        match self {
+            OutputTarget::Stdout => "-".into(),
+            OutputTarget::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// Everything a `sub` or `sqdiff` run needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub sem: Semantics,
+    pub inputs: [String; 2],
+    pub output: OutputTarget,
+    pub level: LevelChoice,
+    pub broadcast: BroadcastMode,
+    pub backend: BackendKind,
+    /// `None`: no report; `Some("-")`: standard output.
+    pub report: Option<String>,
+    pub dry_run: bool,
+    pub threads: usize,
+    pub progress: ProgressMode,
+}
+
+impl Config {
+    /// Resolves `args` for `op`. `stdout_is_terminal` is passed in so the rule is testable.
+    pub fn new(op: Op, args: OpArgs, stdout_is_terminal: bool) -> Result<Config, UsageError> {
+        if args.a == "-" && args.b == "-" {
+            return Err(UsageError("only one input can be read from standard input; give a path for the other".into()));
+        }
+        let output = match args.output.as_deref() {
+            Some("-") => OutputTarget::Stdout,
+            Some(p) => OutputTarget::File(PathBuf::from(p)),
+            None if stdout_is_terminal && !args.dry_run => {
+                return Err(UsageError(
+                    "refusing to write binary .npy data to a terminal; give an output path with -o OUT.npy \
+                     (or pipe the output, or use -o - to force standard output)"
+                        .into(),
+                ))
+            }
+            None => OutputTarget::Stdout,
+        };
+        if args.report.as_deref() == Some("-") && output == OutputTarget::Stdout && !args.dry_run {
+            return Err(UsageError(
+                "--report - and the output both go to standard output; write the output to a file with -o, \
+                 or the report with --report PATH"
+                    .into(),
+            ));
+        }
+        let threads = match args.threads {
+            Some(n) => usize::from(n),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let quiet = args.quiet;
+        Ok(Config {
+            sem: Semantics { op, half_precision: args.half_precision },
+            inputs: [args.a, args.b],
+            output,
+            level: args.feature_level,
+            broadcast: match args.broadcast {
+                BroadcastArg::Numpy => BroadcastMode::Numpy,
+                BroadcastArg::None => BroadcastMode::None,
+            },
+            backend: match args.backend {
+                BackendArg::Cpu => BackendKind::Cpu,
+                BackendArg::Wgpu => BackendKind::Wgpu,
+            },
+            report: args.report,
+            dry_run: args.dry_run,
+            threads,
+            progress: match (quiet, args.progress) {
+                (true, _) | (_, ProgressArg::Never) => ProgressMode::Never,
+                (_, ProgressArg::Always) => ProgressMode::Always,
+                (_, ProgressArg::Auto) => ProgressMode::Auto,
+            },
+        })
+    }
+}
+
+/// Whether standard output is a terminal.
+pub fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn config(argv: &[&str], tty: bool) -> Result<Config, UsageError> {
+        let cli = Cli::try_parse_from([&["tensorop", "sub"], argv].concat()).unwrap();
+        let Command::Sub(args) = cli.command else { panic!() };
+        Config::new(Op::Sub, args, tty)
+    }
+
+    #[test]
+    fn output_defaults_to_stdout_only_off_a_terminal() {
+        assert_eq!(config(&["a", "b"], false).unwrap().output, OutputTarget::Stdout);
+        assert!(config(&["a", "b"], true).unwrap_err().0.contains("-o OUT.npy"));
+        assert_eq!(config(&["a", "b", "-o", "-"], true).unwrap().output, OutputTarget::Stdout);
+        assert!(config(&["a", "b", "--dry-run"], true).is_ok());
+    }
+
+    #[test]
+    fn refuses_two_stdouts_and_two_stdins() {
+        assert!(config(&["a", "b", "--report", "-"], false).is_err());
+        assert!(config(&["a", "b", "--report", "-", "-o", "c.npy"], false).is_ok());
+        assert!(config(&["-", "-", "-o", "c"], false).is_err());
+    }
+
+    #[test]
+    fn quiet_turns_progress_off() {
+        let c = config(&["a", "b", "-o", "c", "-q", "--progress", "always"], false).unwrap();
+        assert_eq!(c.progress, ProgressMode::Never);
+        let c = config(&["a", "b", "-o", "c", "--threads", "3"], false).unwrap();
+        assert_eq!(c.threads, 3);
+    }
+}

@@ -1,0 +1,220 @@
+//! Element data types: the eleven numeric dtypes tensorop computes on, their names, sizes and
+//! `.npy` type strings, the [`Element`] trait every kernel is generic over, and the one macro
+//! ([`with_dtype!`](crate::with_dtype)) that turns a runtime [`DType`] into a Rust type.
+
+use half::f16;
+use std::fmt;
+
+/// A numeric dtype tensorop can compute on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    F16,
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+}
+
+impl DType {
+    /// Every numeric dtype, in the order the support matrix lists them.
+    pub const ALL: [DType; 11] = [
+        DType::F32,
+        DType::F16,
+        DType::F64,
+        DType::I64,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U64,
+        DType::U32,
+        DType::U16,
+        DType::U8,
+    ];
+
+    /// NumPy's name for the dtype (`float32`, `uint8`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "float16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::I8 | DType::U8 => 1,
+            DType::F16 | DType::I16 | DType::U16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 => 8,
+        }
+    }
+
+    /// The NumPy kind character (`f`, `i`, `u`).
+    fn kind(self) -> char {
+        match self {
+            DType::F16 | DType::F32 | DType::F64 => 'f',
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 => 'i',
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 => 'u',
+        }
+    }
+
+    /// Looks a dtype up by NumPy kind character and byte size.
+    pub fn from_kind_size(kind: char, size: u64) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.kind() == kind && d.size() as u64 == size)
+    }
+
+    /// The little-endian `.npy` type string tensorop writes (`<f4`, `|u1`, ...).
+    pub fn npy_descr(self) -> String {
+        let order = if self.size() == 1 { '|' } else { '<' };
+        format!("{order}{}{}", self.kind(), self.size())
+    }
+
+    /// Parses NumPy's name (`float32`).
+    #[cfg(test)]
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust type that holds one element of a [`DType`].
+///
+/// `Pod` lets buffers be read and written as bytes without copies; `swap_bytes` converts between
+/// the file's byte order and the machine's.
+pub trait Element: bytemuck::Pod + Send + Sync + PartialEq + fmt::Debug + 'static {
+    /// Reverses the byte order.
+    fn swap_bytes(self) -> Self;
+}
+
+macro_rules! impl_element {
+    ($($t:ty),* $(,)?) => {$(
+        impl Element for $t {
+            #[inline]
+            fn swap_bytes(self) -> Self {
+                <$t>::swap_bytes(self)
+            }
+        }
+    )*};
+}
+impl_element!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl Element for f16 {
+    #[inline]
+    fn swap_bytes(self) -> Self {
+        f16::from_bits(self.to_bits().swap_bytes())
+    }
+}
+impl Element for f32 {
+    #[inline]
+    fn swap_bytes(self) -> Self {
+        f32::from_bits(self.to_bits().swap_bytes())
+    }
+}
+impl Element for f64 {
+    #[inline]
+    fn swap_bytes(self) -> Self {
+        f64::from_bits(self.to_bits().swap_bytes())
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Rust element type of the runtime dtype `$dt`.
+///
+/// This is the single place where a runtime [`DType`] becomes a static type.
+#[macro_export]
+macro_rules! with_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::dtype::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::dtype::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::dtype::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::dtype::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_sizes_and_descrs_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+            let descr = d.npy_descr();
+            let kind = descr.chars().nth(1).unwrap();
+            let size: u64 = descr[2..].parse().unwrap();
+            assert_eq!(DType::from_kind_size(kind, size), Some(d));
+            assert_eq!(with_dtype!(d, T => std::mem::size_of::<T>()), d.size());
+        }
+        assert_eq!(DType::U8.npy_descr(), "|u1");
+        assert_eq!(DType::F16.npy_descr(), "<f2");
+        assert_eq!(DType::from_kind_size('f', 16), None);
+    }
+
+    #[test]
+    fn swap_bytes_reverses() {
+        assert_eq!(Element::swap_bytes(0x0102_0304u32), 0x0403_0201);
+        assert_eq!(Element::swap_bytes(1.0f32).to_bits(), 0x0000_803f);
+        assert_eq!(Element::swap_bytes(f16::from_bits(0x3c00)).to_bits(), 0x003c);
+    }
+}

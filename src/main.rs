@@ -1,0 +1,79 @@
+//! tensorop: DirectML element-wise subtract and squared difference over `.npy` files. `main`
+//! parses arguments, dispatches the command and maps its outcome to the exit status
+//! (0 ok, 1 runtime error, 2 usage error, 3 validation failure); nothing else.
+
+mod backend;
+mod cli;
+mod commands;
+mod config;
+mod dtype;
+mod npy;
+mod op;
+mod pipeline;
+mod progress;
+mod report;
+mod shape;
+mod spec;
+
+use clap::Parser;
+use cli::{Cli, Command};
+use config::{Config, UsageError};
+use npy::output::BrokenPipe;
+use op::Op;
+use pipeline::Outcome;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print and succeed; everything else is a usage error (2).
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let (op, args) = match cli.command {
+        Command::Sub(args) => (Op::Sub, args),
+        Command::Sqdiff(args) => (Op::SqDiff, args),
+        Command::Support(args) => return finish(commands::support(&args, &mut std::io::stdout().lock())),
+        Command::Info(args) => return finish(commands::info(&args, &mut std::io::stdout().lock())),
+        Command::Devices(args) => return finish(commands::devices(&args)),
+    };
+    let cfg = match Config::new(op, args, config::stdout_is_terminal()) {
+        Ok(cfg) => cfg,
+        Err(UsageError(msg)) => {
+            eprintln!("tensorop: usage error: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = pipeline::run(&cfg);
+    match &outcome {
+        Outcome::Ok => {}
+        Outcome::Invalid(msg) => {
+            eprintln!("tensorop: validation failed (nothing was computed):");
+            for line in msg.lines() {
+                eprintln!("  {line}");
+            }
+        }
+        Outcome::Error(e) => eprintln!("tensorop: error: {e:#}"),
+    }
+    ExitCode::from(outcome.exit_code())
+}
+
+/// Exit status of a read-only command: a closed pipe is quiet success, other errors exit 1.
+fn finish(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tensorop: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.is::<BrokenPipe>()
+        || e.chain()
+            .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}

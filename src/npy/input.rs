@@ -1,0 +1,200 @@
+//! Opened `.npy` inputs: the header checked against the file's real size, and bulk positional
+//! reads of the data region into typed buffers (byte-swapped when the file's order differs from
+//! the machine's). Regular files are read in place with `pread`, never memory-mapped, so a file
+//! truncated during a run is an error, not a crash. Pipes and other streams (`-`, `<(...)`) are
+//! first copied to an anonymous temporary file, checked byte for byte against the header.
+
+use crate::dtype::Element;
+use crate::npy::header::{read_header, Header, MAX_STREAM_HEADER};
+use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::io::{self, Read, Seek};
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An input file, header parsed, data region located and size-checked.
+#[derive(Debug)]
+pub struct NpyInput {
+    /// The path as given on the command line (`-` for standard input).
+    pub label: String,
+    pub header: Header,
+    file: File,
+    /// Offset of the first data byte in `file`.
+    data_start: u64,
+    bytes_read: AtomicU64,
+}
+
+impl NpyInput {
+    /// Opens `path` (`-` = standard input), parses its header and checks the data region's size.
+    pub fn open(path: &str) -> Result<NpyInput> {
+        let file = if path == "-" {
+            let fd = io::stdin().as_fd().try_clone_to_owned().context("cannot use standard input")?;
+            File::from(fd)
+        } else {
+            File::open(path).context("cannot open the file")?
+        };
+        Self::from_file(path, file)
+    }
+
+    fn from_file(label: &str, mut file: File) -> Result<NpyInput> {
+        let meta = file.metadata().context("cannot inspect the file")?;
+        if meta.is_dir() {
+            bail!("is a directory, not a .npy file");
+        }
+        if meta.is_file() {
+            // Read in place: the header is bounded by the real size before anything is allocated.
+            let base = file.stream_position().unwrap_or(0);
+            let size = meta.len().saturating_sub(base);
+            let header = read_header(&mut file, size.saturating_sub(10))?;
+            let available = size - header.data_offset.min(size);
+            check_size(&header, available)?;
+            let data_start = base + header.data_offset;
+            Ok(NpyInput { label: label.into(), header, file, data_start, bytes_read: AtomicU64::new(size) })
+        } else {
+            Self::spool(label, file)
+        }
+    }
+
+    /// Copies a stream's data region to an anonymous temporary file so it can be read at any
+    /// offset, checking it is exactly as long as the header says.
+    fn spool(label: &str, mut stream: File) -> Result<NpyInput> {
+        let header = read_header(&mut stream, MAX_STREAM_HEADER)?;
+        let mut tmp = tempfile::tempfile().context("cannot create a temporary file to hold the streamed input")?;
+        let want = header.data_bytes;
+        let copied = io::copy(&mut (&mut stream).take(want.saturating_add(1)), &mut tmp)
+            .context("cannot copy the streamed input to a temporary file")?;
+        check_size(&header, copied)?;
+        let total = header.data_offset + copied;
+        Ok(NpyInput { label: label.into(), header, file: tmp, data_start: 0, bytes_read: AtomicU64::new(total) })
+    }
+
+    /// Reads `out.len()` elements starting at element `start` of the data region (storage
+    /// order), in the machine's byte order.
+    pub fn read_into<T: Element>(&self, start: u64, out: &mut [T]) -> Result<()> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let offset = self.data_start + start * std::mem::size_of::<T>() as u64;
+        self.file.read_exact_at(bytes, offset).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                anyhow::anyhow!(
+                    "the file became shorter while it was being read ({} bytes wanted at offset {offset}); \
+                     was it modified during the run?",
+                    bytes.len()
+                )
+            } else {
+                anyhow::Error::new(e).context("read failed")
+            }
+        })?;
+        if self.header.byte_order.needs_swap() {
+            out.iter_mut().for_each(|x| *x = x.swap_bytes());
+        }
+        Ok(())
+    }
+
+    /// Bytes of the file this input accounts for (header and data).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+}
+
+/// Checks that exactly `header.data_bytes` bytes follow the header.
+fn check_size(header: &Header, available: u64) -> Result<()> {
+    let want = header.data_bytes;
+    if available < want {
+        bail!(
+            "truncated data: the header describes {} elements of {} bytes ({want} bytes) but only \
+             {available} bytes follow it; the file is incomplete",
+            header.elements,
+            header.item_size
+        );
+    }
+    if available > want {
+        bail!(
+            "trailing bytes after the data: the header describes {want} bytes of data but {} more \
+             follow; the header and the data disagree",
+            available - want
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::npy::header::encode_header;
+    use std::io::Write;
+
+    fn write_file(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    fn f32_file(vals: &[f32], extra: &[u8]) -> tempfile::NamedTempFile {
+        let mut bytes = encode_header(DType::F32, &[vals.len() as u64]);
+        bytes.extend(vals.iter().flat_map(|v| v.to_le_bytes()));
+        bytes.extend_from_slice(extra);
+        write_file(&bytes)
+    }
+
+    #[test]
+    fn reads_ranges_in_bulk() {
+        let f = f32_file(&[1.0, 2.0, 3.0, 4.0], &[]);
+        let input = NpyInput::open(f.path().to_str().unwrap()).unwrap();
+        let mut buf = [0f32; 2];
+        input.read_into(1, &mut buf).unwrap();
+        assert_eq!(buf, [2.0, 3.0]);
+        assert!(input.read_into(3, &mut buf).is_err());
+    }
+
+    #[test]
+    fn swaps_big_endian() {
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let dict = "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }\n";
+        bytes.extend((dict.len() as u16).to_le_bytes());
+        bytes.extend(dict.as_bytes());
+        bytes.extend([0x01, 0x02, 0xff, 0x00]);
+        let f = write_file(&bytes);
+        let input = NpyInput::open(f.path().to_str().unwrap()).unwrap();
+        let mut buf = [0u16; 2];
+        input.read_into(0, &mut buf).unwrap();
+        assert_eq!(buf, [0x0102, 0xff00]);
+    }
+
+    #[test]
+    fn refuses_truncated_and_trailing_data() {
+        let mut f = f32_file(&[1.0, 2.0], &[]);
+        let full = std::fs::read(f.path()).unwrap();
+        let short = write_file(&full[..full.len() - 1]);
+        let e = NpyInput::open(short.path().to_str().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("truncated data"), "{e}");
+        f.write_all(b"x").unwrap();
+        let e = NpyInput::open(f.path().to_str().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("trailing bytes"), "{e}");
+    }
+
+    #[test]
+    fn spools_streams_and_checks_their_length() {
+        let f = f32_file(&[5.0, 6.0], &[]);
+        let bytes = std::fs::read(f.path()).unwrap();
+        for (data, ok) in [
+            (bytes.clone(), true),
+            (bytes[..bytes.len() - 2].to_vec(), false),
+            ([bytes.clone(), vec![0]].concat(), false),
+        ] {
+            let (r, mut w) = std::io::pipe().unwrap();
+            let writer = std::thread::spawn(move || {
+                let _ = w.write_all(&data);
+            });
+            let res = NpyInput::spool("-", File::from(std::os::fd::OwnedFd::from(r)));
+            writer.join().unwrap();
+            assert_eq!(res.is_ok(), ok);
+            if let Ok(input) = res {
+                let mut buf = [0f32; 2];
+                input.read_into(0, &mut buf).unwrap();
+                assert_eq!(buf, [5.0, 6.0]);
+            }
+        }
+    }
+}

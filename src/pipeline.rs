@@ -1,0 +1,178 @@
+//! One `sub`/`sqdiff` run, start to finish, flowing one way: open inputs (headers only) ->
+//! checks and broadcast plan -> backend streams chunks into the output sink -> atomic commit ->
+//! report. Whatever happens, the report records it and the outcome maps to an exit status.
+
+use crate::backend::{self, BackendKind, Job, Stats};
+use crate::config::{Config, OutputTarget};
+use crate::npy::header::{encode_header, FileDType};
+use crate::npy::input::NpyInput;
+use crate::npy::output::{BrokenPipe, Sink};
+use crate::progress::Progress;
+use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, Timings, Tool};
+use crate::shape::{view_strides, Iteration};
+use crate::spec::checks::{validate, TensorSpec};
+use anyhow::{anyhow, Context, Result};
+use std::time::Instant;
+
+/// How a run ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Exit 0.
+    Ok,
+    /// A check failed: exit 3. Holds the failed checks' messages.
+    Invalid(String),
+    /// A runtime error: exit 1.
+    Error(anyhow::Error),
+}
+
+impl Outcome {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Outcome::Ok => 0,
+            Outcome::Error(_) => 1,
+            Outcome::Invalid(_) => 3,
+        }
+    }
+}
+
+/// Runs `cfg`, writes the report if asked, and returns the outcome.
+pub fn run(cfg: &Config) -> Outcome {
+    let start = Instant::now();
+    let mut report = new_report(cfg);
+    let mut outcome = match execute(cfg, &mut report) {
+        Ok(o) => o,
+        // The reader of standard output went away: the pipeline ended early, as intended.
+        Err(e) if e.is::<BrokenPipe>() => Outcome::Ok,
+        Err(e) => Outcome::Error(e),
+    };
+    let (status, error) = match &outcome {
+        Outcome::Ok => ("ok", None),
+        Outcome::Invalid(msg) => ("invalid", Some(msg.clone())),
+        Outcome::Error(e) => ("error", Some(format!("{e:#}"))),
+    };
+    report.status = status;
+    report.error = error;
+    report.valid = status == "ok"
+        && report.checks.iter().all(|c| c.status != crate::spec::checks::Status::Fail)
+        && !report.checks.is_empty();
+    report.timings_ms.total = ms(start.elapsed());
+    if let Some(path) = &cfg.report {
+        if let Err(e) = report.write_to(path) {
+            outcome = match outcome {
+                Outcome::Ok => Outcome::Error(e),
+                other => {
+                    eprintln!("tensorop: error: {e:#}");
+                    other
+                }
+            };
+        }
+    }
+    outcome
+}
+
+fn new_report(cfg: &Config) -> Report {
+    Report {
+        schema_version: 1,
+        tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
+        op: cfg.sem.op.name(),
+        dml_operator: cfg.sem.op.dml_operator(),
+        feature_level: cfg.level.to_string(),
+        support_row: None,
+        status: "error",
+        valid: false,
+        error: None,
+        inputs: Vec::new(),
+        output: None,
+        broadcast: None,
+        checks: Vec::new(),
+        backend: BackendInfo { name: cfg.backend.name(), threads: Some(cfg.threads), threads_used: None },
+        elements: 0,
+        bytes_read: 0,
+        bytes_written: 0,
+        dry_run: cfg.dry_run,
+        timings_ms: Timings::default(),
+    }
+}
+
+fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
+    // Inputs: headers parsed and sizes checked, no data read yet.
+    let t = Instant::now();
+    let mut inputs = Vec::with_capacity(2);
+    for (i, path) in cfg.inputs.iter().enumerate() {
+        let label = if path == "-" { "standard input".to_string() } else { path.clone() };
+        let input = NpyInput::open(path).with_context(|| format!("input {} ({label})", ["A", "B"][i]))?;
+        report.inputs.push(InputInfo::new(path, &input.header));
+        report.bytes_read += input.bytes_read();
+        inputs.push(input);
+    }
+    let (a, b) = (&inputs[0], &inputs[1]);
+    report.timings_ms.read = ms(t.elapsed());
+
+    // Checks and the broadcast plan.
+    let t = Instant::now();
+    fn spec(i: usize, x: &NpyInput) -> TensorSpec<'_> {
+        TensorSpec { name: format!("{} ({})", ["A", "B"][i], x.label), dtype: &x.header.dtype, shape: &x.header.shape }
+    }
+    let v = validate(cfg.sem.op, cfg.level, cfg.broadcast, &spec(0, a), &spec(1, b));
+    report.checks = v.checks.clone();
+    report.support_row = v.support_row.map(|r| r.to_string());
+    report.timings_ms.validate = ms(t.elapsed());
+    if !v.valid() {
+        return Ok(Outcome::Invalid(v.failure_summary()));
+    }
+    let out_shape =
+        v.out_shape.clone().ok_or_else(|| anyhow!("internal error: a valid plan without an output shape"))?;
+    let FileDType::Numeric(dtype) = a.header.dtype else {
+        return Err(anyhow!("internal error: a valid plan with a non-numeric dtype"));
+    };
+    let strides = [a, b].map(|x| view_strides(&x.header.shape, x.header.fortran_order, &out_shape));
+    let iter = Iteration::new(&out_shape, &strides[0], &strides[1]);
+    report.elements = iter.len();
+    report.broadcast =
+        Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: out_shape.clone(), strides: strides.clone() });
+    if cfg.dry_run {
+        return Ok(Outcome::Ok);
+    }
+    if cfg.backend == BackendKind::Wgpu {
+        return Err(anyhow!(
+            "the wgpu backend is not available in this build of tensorop; use --backend cpu (the default)"
+        ));
+    }
+    let out_bytes = iter
+        .len()
+        .checked_mul(dtype.size() as u64)
+        .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
+
+    // Stream the result into the sink.
+    let t = Instant::now();
+    let mut sink = match &cfg.output {
+        OutputTarget::Stdout => Sink::stdout()?,
+        OutputTarget::File(p) => Sink::create_file(p).with_context(|| format!("output {}", p.display()))?,
+    };
+    let header = encode_header(dtype, &out_shape);
+    let mut written = header.len() as u64;
+    let out_label = cfg.output.label();
+    let write_ctx = || format!("output {out_label}");
+    sink.write(&header).with_context(write_ctx)?;
+    let mut progress = Progress::new(cfg.progress, out_bytes);
+    let job = Job { sem: cfg.sem, dtype, iter, inputs: [a, b], threads: cfg.threads };
+    let mut data_written = 0u64;
+    let result = backend::cpu::run(&job, &mut |bytes| {
+        sink.write(bytes)?;
+        data_written += bytes.len() as u64;
+        progress.set(data_written);
+        Ok(())
+    });
+    progress.finish();
+    written += data_written;
+    report.bytes_written = written;
+    let stats: Stats = result.with_context(write_ctx)?;
+    sink.commit().with_context(write_ctx)?;
+    report.timings_ms.execute = ms(t.elapsed());
+    report.timings_ms.read += ms(stats.read);
+    report.timings_ms.compute = ms(stats.compute);
+    report.timings_ms.write = ms(stats.write);
+    report.backend.threads_used = Some(stats.threads_used);
+    report.output = Some(OutputInfo { path: out_label, dtype: dtype.name().into(), shape: out_shape });
+    Ok(Outcome::Ok)
+}

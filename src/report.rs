@@ -1,0 +1,123 @@
+//! The JSON report: serde structs that mirror the contract's keys, filled in as the run goes, and
+//! written (pretty-printed, newline-terminated) to a file or standard output on every outcome.
+
+use crate::npy::header::Header;
+use crate::spec::checks::Check;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::io::Write;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub op: &'static str,
+    pub dml_operator: &'static str,
+    pub feature_level: String,
+    pub support_row: Option<String>,
+    /// `ok`, `invalid` or `error`.
+    pub status: &'static str,
+    pub valid: bool,
+    pub error: Option<String>,
+    pub inputs: Vec<InputInfo>,
+    pub output: Option<OutputInfo>,
+    pub broadcast: Option<BroadcastInfo>,
+    pub checks: Vec<Check>,
+    pub backend: BackendInfo,
+    pub elements: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub dry_run: bool,
+    pub timings_ms: Timings,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// An input's header, as `tensorop info` also prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputInfo {
+    pub path: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub byte_order: &'static str,
+    pub fortran_order: bool,
+    pub npy_version: String,
+}
+
+impl InputInfo {
+    pub fn new(path: &str, h: &Header) -> InputInfo {
+        InputInfo {
+            path: path.to_string(),
+            dtype: h.dtype.name(),
+            shape: h.shape.clone(),
+            byte_order: h.byte_order.name(),
+            fortran_order: h.fortran_order,
+            npy_version: h.version_string(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct OutputInfo {
+    pub path: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BroadcastInfo {
+    pub mode: &'static str,
+    pub shape: Vec<u64>,
+    /// Per input, the element stride of each output dimension; 0 = broadcast.
+    pub strides: [Vec<u64>; 2],
+}
+
+#[derive(Debug, Serialize)]
+pub struct BackendInfo {
+    pub name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_used: Option<usize>,
+}
+
+/// Milliseconds per stage. `read`, `compute` and `write` are busy time summed over threads
+/// (they overlap while streaming); `execute` is the wall time of the streaming stage and `total`
+/// the wall time of the whole run.
+#[derive(Debug, Default, Serialize)]
+pub struct Timings {
+    pub read: f64,
+    pub validate: f64,
+    pub compute: f64,
+    pub write: f64,
+    pub execute: f64,
+    pub total: f64,
+}
+
+/// Milliseconds with microsecond resolution.
+pub fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+impl Report {
+    /// Serialises the report to `path` (`-` = standard output), writing files atomically.
+    pub fn write_to(&self, path: &str) -> Result<()> {
+        let mut text = serde_json::to_string_pretty(self).context("cannot serialise the report")?;
+        text.push('\n');
+        if path == "-" {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write the report to standard output")
+        } else {
+            let mut sink = crate::npy::output::Sink::create_file(std::path::Path::new(path))?;
+            sink.write(text.as_bytes())?;
+            sink.commit()
+        }
+        .with_context(|| format!("report {path}"))
+    }
+}

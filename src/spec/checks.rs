@@ -1,0 +1,453 @@
+//! The constraint checks, in the contract's order. Every check is evaluated and recorded (a check
+//! that cannot be evaluated because an earlier one failed is `skip` with the reason), so one run
+//! shows every problem. Messages name the input, the rule and the fix.
+
+use crate::npy::header::FileDType;
+use crate::op::Op;
+use crate::shape::{broadcast, element_count, fmt_shape};
+use crate::spec::level::{FeatureLevel, LevelChoice};
+use crate::spec::matrix::{introduced, row_for, SupportRow, NONE_RANKS, ROWS};
+use serde::Serialize;
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+/// One recorded check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub id: &'static str,
+    pub status: Status,
+    pub message: String,
+}
+
+/// `--broadcast`: NumPy broadcasting or identical shapes only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BroadcastMode {
+    Numpy,
+    None,
+}
+
+impl BroadcastMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            BroadcastMode::Numpy => "numpy",
+            BroadcastMode::None => "none",
+        }
+    }
+}
+
+/// What the checks need to know about an input.
+#[derive(Debug, Clone)]
+pub struct TensorSpec<'a> {
+    /// `A (a.npy)`.
+    pub name: String,
+    pub dtype: &'a FileDType,
+    pub shape: &'a [u64],
+}
+
+/// All checks and what they established.
+#[derive(Debug, Clone)]
+pub struct Validation {
+    pub checks: Vec<Check>,
+    pub support_row: Option<FeatureLevel>,
+    /// The output shape, when the shapes are compatible.
+    pub out_shape: Option<Vec<u64>>,
+}
+
+impl Validation {
+    pub fn valid(&self) -> bool {
+        self.checks.iter().all(|c| c.status != Status::Fail)
+    }
+
+    /// The failed checks' messages, one per line.
+    pub fn failure_summary(&self) -> String {
+        let lines: Vec<String> = self
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| format!("{}: {}", c.id, c.message))
+            .collect();
+        lines.join("\n")
+    }
+}
+
+/// The largest output element count DirectML buffer tensors allow.
+pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
+
+/// Runs every check for `op` on inputs `a` and `b`.
+pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec, b: &TensorSpec) -> Validation {
+    let dml = match level {
+        LevelChoice::Dml(l) => Some(l),
+        LevelChoice::None => None,
+    };
+    let row = dml.and_then(|l| row_for(op, l));
+    let mut checks = Vec::with_capacity(7);
+    let mut push = |id, status, message: String| checks.push(Check { id, status, message });
+    let opname = format!("{} ({})", op.name(), op.dml_operator());
+
+    // operator_available
+    match dml {
+        None => {
+            push("operator_available", Status::Skip, "--feature-level none: no DirectML operator requirement".into())
+        }
+        Some(l) if row.is_some() => push(
+            "operator_available",
+            Status::Pass,
+            format!("{opname} is available at feature level {l} (since {})", introduced(op)),
+        ),
+        Some(l) => push(
+            "operator_available",
+            Status::Fail,
+            format!(
+                "{opname} needs feature level {} or newer; you asked for {l}. Use --feature-level {} \
+                 or newer, or --feature-level none",
+                introduced(op),
+                introduced(op)
+            ),
+        ),
+    }
+
+    // datatype_supported
+    let (status, message) = datatype_check(op, level, row, a);
+    push("datatype_supported", status, message);
+
+    // same_datatype
+    if a.dtype == b.dtype {
+        push("same_datatype", Status::Pass, format!("A and B are both {}", a.dtype.name()));
+    } else {
+        push(
+            "same_datatype",
+            Status::Fail,
+            format!(
+                "{} is {} but {} is {}; {} does not promote types: convert one input so both have \
+                 the same dtype (e.g. numpy's b.astype('{}'))",
+                a.name,
+                a.dtype.name(),
+                b.name,
+                b.dtype.name(),
+                op.name(),
+                a.dtype.name()
+            ),
+        );
+    }
+
+    // broadcastable / same_sizes
+    let (sa, sb) = (fmt_shape(a.shape), fmt_shape(b.shape));
+    let out_shape = match mode {
+        BroadcastMode::Numpy => match broadcast(a.shape, b.shape) {
+            Ok(out) => {
+                push("broadcastable", Status::Pass, format!("shapes {sa} and {sb} broadcast to {}", fmt_shape(&out)));
+                Some(out)
+            }
+            Err(e) => {
+                push(
+                    "broadcastable",
+                    Status::Fail,
+                    format!(
+                        "shapes {sa} and {sb} do not broadcast: dimension {} from the end is {} in A and {} \
+                         in B; sizes must be equal or one of them 1 (reshape an input, e.g. add an axis)",
+                        e.from_end, e.a, e.b
+                    ),
+                );
+                None
+            }
+        },
+        BroadcastMode::None => {
+            if a.shape == b.shape {
+                push("same_sizes", Status::Pass, format!("both shapes are {sa}"));
+                Some(a.shape.to_vec())
+            } else {
+                push(
+                    "same_sizes",
+                    Status::Fail,
+                    format!("--broadcast none needs identical shapes; A is {sa} and B is {sb}. Use --broadcast numpy to broadcast"),
+                );
+                None
+            }
+        }
+    };
+
+    // dimension_count
+    let rank = out_shape.as_ref().map_or(a.shape.len().max(b.shape.len()), Vec::len);
+    let (status, message) = rank_check(op, level, row, rank, out_shape.as_deref());
+    push("dimension_count", status, message);
+
+    // nonzero_sizes
+    if dml.is_none() {
+        push("nonzero_sizes", Status::Skip, "--feature-level none: empty tensors are allowed".into());
+    } else if let Some(t) = [a, b].into_iter().find(|t| t.shape.contains(&0)) {
+        push(
+            "nonzero_sizes",
+            Status::Fail,
+            format!(
+                "{} has shape {} with a dimension of size 0; DirectML rejects empty tensors. Use \
+                 --feature-level none to allow them",
+                t.name,
+                fmt_shape(t.shape)
+            ),
+        );
+    } else {
+        push("nonzero_sizes", Status::Pass, "no dimension is 0".into());
+    }
+
+    // element_count
+    match (dml, &out_shape) {
+        (None, _) => push("element_count", Status::Skip, "--feature-level none: no DirectML element limit".into()),
+        (Some(_), None) => {
+            push("element_count", Status::Skip, "skipped: the shapes have no common output shape".into())
+        }
+        (Some(_), Some(out)) => match element_count(out) {
+            Some(n) if n <= MAX_ELEMENTS => {
+                push("element_count", Status::Pass, format!("the output has {n} elements (limit {MAX_ELEMENTS})"))
+            }
+            n => push(
+                "element_count",
+                Status::Fail,
+                format!(
+                    "the output {} has {} elements, more than DirectML's limit of {MAX_ELEMENTS} (2^32 - 1); \
+                     split the work or use --feature-level none",
+                    fmt_shape(out),
+                    n.map_or("over 2^64".into(), |n| n.to_string())
+                ),
+            ),
+        },
+    }
+
+    Validation { checks, support_row: row.map(|r| r.since), out_shape }
+}
+
+fn datatype_check(op: Op, level: LevelChoice, row: Option<&SupportRow>, a: &TensorSpec) -> (Status, String) {
+    let dt = match a.dtype {
+        FileDType::Numeric(d) => *d,
+        FileDType::Other(name) => {
+            return (
+                Status::Fail,
+                format!(
+                    "{} has dtype {name}, which tensorop does not compute on; convert it to one of the \
+                     numeric dtypes (float16/32/64, int8-64, uint8-64)",
+                    a.name
+                ),
+            )
+        }
+    };
+    let LevelChoice::Dml(l) = level else {
+        return (Status::Pass, format!("{} is {dt}; --feature-level none accepts every numeric dtype", a.name));
+    };
+    let Some(row) = row else {
+        return (Status::Skip, format!("skipped: {} has no support row at feature level {l}", op.name()));
+    };
+    let list = row.dtypes.iter().map(|d| d.name()).collect::<Vec<_>>().join(" ");
+    if row.dtypes.contains(&dt) {
+        return (
+            Status::Pass,
+            format!(
+                "{} is {dt}; {} at feature level {l} (support row {}) accepts {list}",
+                a.name,
+                op.name(),
+                row.since
+            ),
+        );
+    }
+    let newer = ROWS.iter().filter(|r| r.op == op && r.dtypes.contains(&dt)).map(|r| r.since).min();
+    let fix = match newer {
+        Some(n) => format!("use --feature-level {n} or newer, or convert the inputs"),
+        None => {
+            format!("DirectML's {} never supports {dt}: convert the inputs, or use --feature-level none", op.name())
+        }
+    };
+    (
+        Status::Fail,
+        format!(
+            "{} is {dt}, which {} at feature level {l} (support row {}) does not support; it accepts {list}. {fix}",
+            a.name,
+            op.name(),
+            row.since
+        ),
+    )
+}
+
+fn rank_check(
+    op: Op,
+    level: LevelChoice,
+    row: Option<&SupportRow>,
+    rank: usize,
+    out: Option<&[u64]>,
+) -> (Status, String) {
+    let (lo, hi, at) = match (level, row) {
+        (LevelChoice::None, _) => (NONE_RANKS.0, NONE_RANKS.1, "--feature-level none".to_string()),
+        (LevelChoice::Dml(l), Some(r)) => (r.ranks.0, r.ranks.1, format!("{} at feature level {l}", op.name())),
+        (LevelChoice::Dml(l), None) => {
+            return (Status::Skip, format!("skipped: {} has no support row at feature level {l}", op.name()))
+        }
+    };
+    // DirectML has no rank-0 tensors: a scalar is a 1-element tensor of rank 1.
+    let effective = if level == LevelChoice::None { rank } else { rank.max(1) };
+    let range = if lo == hi { format!("exactly {lo}") } else { format!("{lo} to {hi}") };
+    if effective > hi {
+        let fix = if hi < 8 {
+            "use --feature-level 3_0 or newer (ranks 1-8), or --feature-level none"
+        } else {
+            "use --feature-level none (ranks 0-32), or reshape the inputs"
+        };
+        return (Status::Fail, format!("the output has rank {rank}, but {at} supports {range} dimensions; {fix}"));
+    }
+    if effective < lo {
+        let mut padded = vec![1u64; lo - rank.min(lo)];
+        padded.extend_from_slice(out.unwrap_or(&[]));
+        let shown = if out.is_some() { format!(" ({})", fmt_shape(&padded)) } else { String::new() };
+        return (
+            Status::Pass,
+            format!("the output has rank {rank}; padded with leading 1s to rank {lo}{shown}, as {at} supports {range} dimensions"),
+        );
+    }
+    let note = if rank == 0 && level != LevelChoice::None { " (rank 0 counts as rank 1)" } else { "" };
+    (Status::Pass, format!("the output has rank {rank}{note}; {at} supports {range} dimensions"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+
+    fn run(op: Op, level: &str, mode: BroadcastMode, a: (FileDType, Vec<u64>), b: (FileDType, Vec<u64>)) -> Validation {
+        let sa = TensorSpec { name: "A (a.npy)".into(), dtype: &a.0, shape: &a.1 };
+        let sb = TensorSpec { name: "B (b.npy)".into(), dtype: &b.0, shape: &b.1 };
+        validate(op, level.parse().unwrap(), mode, &sa, &sb)
+    }
+
+    fn f32s(shape: &[u64]) -> (FileDType, Vec<u64>) {
+        (FileDType::Numeric(DType::F32), shape.to_vec())
+    }
+
+    fn status(v: &Validation, id: &str) -> Status {
+        v.checks.iter().find(|c| c.id == id).unwrap().status
+    }
+
+    const IDS: [&str; 7] = [
+        "operator_available",
+        "datatype_supported",
+        "same_datatype",
+        "broadcastable",
+        "dimension_count",
+        "nonzero_sizes",
+        "element_count",
+    ];
+
+    #[test]
+    fn a_valid_run_passes_all_seven_in_order() {
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[8, 1, 6, 1]), f32s(&[7, 1, 5]));
+        assert_eq!(v.checks.iter().map(|c| c.id).collect::<Vec<_>>(), IDS);
+        assert!(v.valid());
+        assert_eq!(v.out_shape, Some(vec![8, 7, 6, 5]));
+        assert_eq!(v.support_row.unwrap().to_string(), "5_1");
+    }
+
+    #[test]
+    fn sqdiff_before_3_1_fails_operator_available() {
+        let v = run(Op::SqDiff, "3_0", BroadcastMode::Numpy, f32s(&[2]), f32s(&[2]));
+        assert_eq!(status(&v, "operator_available"), Status::Fail);
+        assert_eq!(
+            v.checks[0].message,
+            "sqdiff (DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE) needs feature level 3_1 or newer; you \
+             asked for 3_0. Use --feature-level 3_1 or newer, or --feature-level none"
+        );
+        assert_eq!(status(&v, "datatype_supported"), Status::Skip);
+        assert_eq!(v.support_row, None);
+        assert!(!v.valid());
+    }
+
+    #[test]
+    fn every_dtype_at_every_level_follows_the_rows() {
+        for level in crate::spec::level::FeatureLevel::ALL {
+            for op in Op::ALL {
+                for d in DType::ALL {
+                    let t = (FileDType::Numeric(d), vec![1, 2, 3, 4]);
+                    let v = run(op, &level.to_string(), BroadcastMode::Numpy, t.clone(), t);
+                    let want = match row_for(op, level) {
+                        None => Status::Skip,
+                        Some(r) if r.dtypes.contains(&d) => Status::Pass,
+                        Some(_) => Status::Fail,
+                    };
+                    assert_eq!(status(&v, "datatype_supported"), want, "{op:?} {d} at {level}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn datatype_failures_point_to_a_fix() {
+        let i8s = |s: &[u64]| (FileDType::Numeric(DType::I8), s.to_vec());
+        let v = run(Op::Sub, "4_1", BroadcastMode::Numpy, i8s(&[2]), i8s(&[2]));
+        assert!(v.checks[1].message.contains("--feature-level 5_1"), "{}", v.checks[1].message);
+        let f64s = (FileDType::Numeric(DType::F64), vec![2]);
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f64s.clone(), f64s.clone());
+        assert_eq!(status(&v, "datatype_supported"), Status::Fail);
+        assert!(v.checks[1].message.contains("--feature-level none"));
+        let v = run(Op::Sub, "none", BroadcastMode::Numpy, f64s.clone(), f64s);
+        assert!(v.valid());
+        let b = (FileDType::Other("bool".into()), vec![2]);
+        let v = run(Op::Sub, "none", BroadcastMode::Numpy, b.clone(), b);
+        assert_eq!(status(&v, "datatype_supported"), Status::Fail);
+    }
+
+    #[test]
+    fn mismatched_dtypes_and_shapes_fail_their_checks() {
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[2, 3]), (FileDType::Numeric(DType::I32), vec![4]));
+        assert_eq!(status(&v, "same_datatype"), Status::Fail);
+        assert_eq!(status(&v, "broadcastable"), Status::Fail);
+        assert_eq!(status(&v, "element_count"), Status::Skip);
+        assert!(v.checks[3].message.contains("dimension 1 from the end is 3 in A and 4 in B"));
+
+        let v = run(Op::Sub, "latest", BroadcastMode::None, f32s(&[2, 3]), f32s(&[3]));
+        assert_eq!(v.checks[3].id, "same_sizes");
+        assert_eq!(status(&v, "same_sizes"), Status::Fail);
+        let v = run(Op::Sub, "latest", BroadcastMode::None, f32s(&[2, 3]), f32s(&[2, 3]));
+        assert!(v.valid());
+    }
+
+    #[test]
+    fn rank_four_levels_pad_and_refuse() {
+        let v = run(Op::Sub, "2_1", BroadcastMode::Numpy, f32s(&[2, 3]), f32s(&[3]));
+        assert_eq!(status(&v, "dimension_count"), Status::Pass);
+        assert!(
+            v.checks[4].message.contains("padded with leading 1s to rank 4 ([1, 1, 2, 3])"),
+            "{}",
+            v.checks[4].message
+        );
+        let v = run(Op::Sub, "2_1", BroadcastMode::Numpy, f32s(&[1, 2, 3, 4, 5]), f32s(&[5]));
+        assert_eq!(status(&v, "dimension_count"), Status::Fail);
+        assert!(v.checks[4].message.contains("3_0"));
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[1; 9]), f32s(&[1]));
+        assert_eq!(status(&v, "dimension_count"), Status::Fail);
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[1; 8]), f32s(&[1]));
+        assert_eq!(status(&v, "dimension_count"), Status::Pass);
+        // rank 0 counts as rank 1 under DirectML; padded to 4 at 1_0.
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[]), f32s(&[]));
+        assert!(v.valid());
+        let v = run(Op::Sub, "1_0", BroadcastMode::Numpy, f32s(&[]), f32s(&[]));
+        assert!(v.valid() && v.checks[4].message.contains("rank 4"));
+        let v = run(Op::Sub, "none", BroadcastMode::Numpy, f32s(&[1; 33]), f32s(&[1]));
+        assert_eq!(status(&v, "dimension_count"), Status::Fail);
+        let v = run(Op::Sub, "none", BroadcastMode::Numpy, f32s(&[1; 32]), f32s(&[]));
+        assert!(v.valid());
+    }
+
+    #[test]
+    fn empty_and_huge_tensors() {
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[3, 0]), f32s(&[1]));
+        assert_eq!(status(&v, "nonzero_sizes"), Status::Fail);
+        let v = run(Op::Sub, "none", BroadcastMode::Numpy, f32s(&[3, 0]), f32s(&[1]));
+        assert!(v.valid());
+        assert_eq!(status(&v, "nonzero_sizes"), Status::Skip);
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[65536, 1]), f32s(&[65536]));
+        assert_eq!(status(&v, "element_count"), Status::Fail);
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[65535, 1]), f32s(&[65537]));
+        assert_eq!(status(&v, "element_count"), Status::Pass);
+    }
+}
