@@ -38,6 +38,10 @@ impl Outcome {
 /// Runs `cfg`, writes the report if asked, and returns the outcome.
 pub fn run(cfg: &Config) -> Outcome {
     let start = Instant::now();
+    let report_sink = match cfg.report.as_deref().map(Report::open_sink).transpose() {
+        Ok(s) => s.flatten(),
+        Err(e) => return Outcome::Error(e),
+    };
     let mut report = new_report(cfg);
     let mut outcome = match execute(cfg, &mut report) {
         Ok(o) => o,
@@ -57,7 +61,7 @@ pub fn run(cfg: &Config) -> Outcome {
         && !report.checks.is_empty();
     report.timings_ms.total = ms(start.elapsed());
     if let Some(path) = &cfg.report {
-        if let Err(e) = report.write_to(path) {
+        if let Err(e) = report.write_to(report_sink).with_context(|| format!("report {path}")) {
             outcome = match outcome {
                 Outcome::Ok => Outcome::Error(e),
                 other => {
@@ -138,9 +142,8 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
             "the wgpu backend is not available in this build of tensorop; use --backend cpu (the default)"
         ));
     }
-    let out_bytes = iter
-        .len()
-        .checked_mul(dtype.size() as u64)
+    let out_bytes = crate::shape::element_count(&out_shape)
+        .and_then(|n| n.checked_mul(dtype.size() as u64))
         .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
 
     // Stream the result into the sink.

@@ -30,6 +30,9 @@ impl Sink {
     /// Creates a temporary file in the target's directory (same filesystem, so the final rename
     /// is atomic), with the target's permissions if it exists, else `0666` less the umask.
     pub fn create_file(target: &Path) -> Result<Sink> {
+        if target.is_dir() {
+            anyhow::bail!("{} is a directory; give a file path for the output", target.display());
+        }
         let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
