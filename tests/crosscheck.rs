@@ -1,0 +1,87 @@
+//! Runs the NumPy cross-check (`tests/crosscheck.py`) and the fixture generator
+//! (`testdata/make_fixtures.py`). Both need python3 with numpy; without them these tests print why
+//! and pass, unless `TENSOROP_REQUIRE_NUMPY=1` (as CI sets), in which case they fail.
+
+mod common;
+
+use common::{bin, manifest_dir};
+use std::process::Command;
+
+/// Ok(()) when `python3 -c "import numpy"` works; otherwise the reason.
+fn numpy_available() -> Result<(), String> {
+    match Command::new("python3").args(["-c", "import numpy"]).output() {
+        Err(e) => Err(format!("python3 could not be run: {e}")),
+        Ok(o) if !o.status.success() => {
+            Err(format!("python3 cannot import numpy: {}", String::from_utf8_lossy(&o.stderr).trim()))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// True when the test should go on; prints the reason and returns false when it should skip.
+/// Panics instead of skipping when TENSOROP_REQUIRE_NUMPY=1.
+fn need_numpy(test: &str) -> bool {
+    match numpy_available() {
+        Ok(()) => true,
+        Err(why) => {
+            if std::env::var("TENSOROP_REQUIRE_NUMPY").as_deref() == Ok("1") {
+                panic!("{test}: {why}, and TENSOROP_REQUIRE_NUMPY=1 forbids skipping");
+            }
+            eprintln!("skipping {test}: {why} (set TENSOROP_REQUIRE_NUMPY=1 to make this a failure)");
+            false
+        }
+    }
+}
+
+#[test]
+fn crosscheck_against_numpy() {
+    if !need_numpy("crosscheck_against_numpy") {
+        return;
+    }
+    let script = manifest_dir().join("tests").join("crosscheck.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(bin())
+        .args(["--seed", "1", "--cases", "300"])
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run crosscheck.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    assert!(out.status.success(), "crosscheck.py failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains(" passed, 0 failed"), "unexpected crosscheck summary:\n{stdout}");
+}
+
+#[test]
+fn fixtures_regenerate_identically() {
+    if !need_numpy("fixtures_regenerate_identically") {
+        return;
+    }
+    let testdata = manifest_dir().join("testdata");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = Command::new("python3")
+        .arg(testdata.join("make_fixtures.py"))
+        .arg(tmp.path())
+        .output()
+        .expect("run make_fixtures.py");
+    assert!(out.status.success(), "make_fixtures.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut generated: Vec<String> =
+        std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    generated.sort();
+    assert!(!generated.is_empty(), "make_fixtures.py wrote nothing");
+    for name in &generated {
+        let fresh = std::fs::read(tmp.path().join(name)).unwrap();
+        let committed = std::fs::read(testdata.join(name))
+            .unwrap_or_else(|e| panic!("testdata/{name} is generated but missing: {e}"));
+        assert_eq!(fresh, committed, "testdata/{name} differs from what make_fixtures.py writes; rerun it");
+    }
+    // Every committed .npy is one the script makes.
+    for entry in std::fs::read_dir(&testdata).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".npy") {
+            assert!(generated.contains(&name), "testdata/{name} is not produced by make_fixtures.py");
+        }
+    }
+}
