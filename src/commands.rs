@@ -132,10 +132,24 @@ pub fn info(args: &InfoArgs, out: &mut dyn Write) -> Result<()> {
     }
 }
 
-/// `tensorop devices`.
-pub fn devices(_args: &DevicesArgs) -> Result<()> {
-    Err(anyhow!(
-        "no GPU backend is available in this build of tensorop, so there are no devices to list; \
-         the CPU backend (--backend cpu, the default) runs everywhere"
-    ))
+/// `tensorop devices`: the adapters the wgpu backend can use.
+pub fn devices(args: &DevicesArgs, out: &mut dyn Write) -> Result<()> {
+    let adapters = crate::backend::wgpu::list_adapters()?;
+    if args.json {
+        let mut text = serde_json::to_string_pretty(&adapters)?;
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    for a in &adapters {
+        writeln!(out, "{} ({}, {}, {})", a.name, a.api, a.device_type, a.driver)?;
+        let features = if a.features.is_empty() { "none".to_string() } else { a.features.join(" ") };
+        writeln!(out, "  optional shader features: {features} (tensorop emulates what is missing)")?;
+        writeln!(
+            out,
+            "  max storage binding {} bytes, max buffer {} bytes, {} workgroups per dimension",
+            a.max_storage_buffer_binding_size, a.max_buffer_size, a.max_compute_workgroups_per_dimension
+        )?;
+    }
+    Ok(())
 }

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         Command::Sqdiff(args) => (Op::SqDiff, args),
         Command::Support(args) => return finish(commands::support(&args, &mut std::io::stdout().lock())),
         Command::Info(args) => return finish(commands::info(&args, &mut std::io::stdout().lock())),
-        Command::Devices(args) => return finish(commands::devices(&args)),
+        Command::Devices(args) => return finish(commands::devices(&args, &mut std::io::stdout().lock())),
     };
     let cfg = match Config::new(op, args, config::stdout_is_terminal()) {
         Ok(cfg) => cfg,

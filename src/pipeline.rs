@@ -89,7 +89,12 @@ fn new_report(cfg: &Config) -> Report {
         output: None,
         broadcast: None,
         checks: Vec::new(),
-        backend: BackendInfo { name: cfg.backend.name(), threads: Some(cfg.threads), threads_used: None },
+        backend: BackendInfo {
+            name: cfg.backend.name(),
+            device: None,
+            threads: (cfg.backend == BackendKind::Cpu).then_some(cfg.threads),
+            threads_used: None,
+        },
         elements: 0,
         bytes_read: 0,
         bytes_written: 0,
@@ -137,11 +142,16 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     if cfg.dry_run {
         return Ok(Outcome::Ok);
     }
-    if cfg.backend == BackendKind::Wgpu {
-        return Err(anyhow!(
-            "the wgpu backend is not available in this build of tensorop; use --backend cpu (the default)"
-        ));
-    }
+    // The GPU is opened only now: never for --help, usage errors, failed checks or dry runs.
+    let gpu = match cfg.backend {
+        BackendKind::Cpu => None,
+        BackendKind::Wgpu => {
+            let gpu = backend::wgpu::Gpu::open()?;
+            report.backend.device = Some(gpu.report(dtype));
+            report.timings_ms.init = Some(ms(gpu.init_time));
+            Some(gpu)
+        }
+    };
     let out_bytes = crate::shape::element_count(&out_shape)
         .and_then(|n| n.checked_mul(dtype.size() as u64))
         .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
@@ -160,12 +170,16 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     let mut progress = Progress::new(cfg.progress, out_bytes);
     let job = Job { sem: cfg.sem, dtype, iter, inputs: [a, b], threads: cfg.threads };
     let mut data_written = 0u64;
-    let result = backend::cpu::run(&job, &mut |bytes| {
+    let mut write = |bytes: &[u8]| -> Result<()> {
         sink.write(bytes)?;
         data_written += bytes.len() as u64;
         progress.set(data_written);
         Ok(())
-    });
+    };
+    let result = match &gpu {
+        None => backend::cpu::run(&job, &mut write),
+        Some(gpu) => backend::wgpu::run(gpu, &job, &mut write),
+    };
     progress.finish();
     written += data_written;
     report.bytes_written = written;
@@ -175,7 +189,12 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     report.timings_ms.read += ms(stats.read);
     report.timings_ms.compute = ms(stats.compute);
     report.timings_ms.write = ms(stats.write);
-    report.backend.threads_used = Some(stats.threads_used);
+    if gpu.is_some() {
+        report.timings_ms.upload = Some(ms(stats.upload));
+        report.timings_ms.download = Some(ms(stats.download));
+    } else {
+        report.backend.threads_used = Some(stats.threads_used);
+    }
     report.output = Some(OutputInfo { path: out_label, dtype: dtype.name().into(), shape: out_shape });
     Ok(Outcome::Ok)
 }

@@ -81,6 +81,9 @@ pub struct BroadcastInfo {
 #[derive(Debug, Serialize)]
 pub struct BackendInfo {
     pub name: &'static str,
+    /// wgpu only: adapter, device type, driver, API, features, `flushes_subnormals`.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::backend::wgpu::DeviceReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,6 +101,13 @@ pub struct Timings {
     pub write: f64,
     pub execute: f64,
     pub total: f64,
+    /// wgpu only: device start-up, uploads and downloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub download: Option<f64>,
 }
 
 /// Milliseconds with microsecond resolution.

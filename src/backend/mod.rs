@@ -3,6 +3,7 @@
 //! bit for bit.
 
 pub mod cpu;
+pub mod wgpu;
 
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
@@ -43,4 +44,8 @@ pub struct Stats {
     pub read: Duration,
     pub compute: Duration,
     pub write: Duration,
+    /// GPU only: host-to-device copies.
+    pub upload: Duration,
+    /// GPU only: device-to-host copies.
+    pub download: Duration,
 }

@@ -1,0 +1,246 @@
+//! One list of end-to-end cases, run on the CPU backend and on the wgpu backend (with the
+//! adapter's features, and again with `TENSOROP_WGPU_EMULATE=1` as on a device without them),
+//! compared bit for bit (NaNs only by position: their payload may differ). Skipped with a printed
+//! reason when no GPU adapter is found, unless `TENSOROP_REQUIRE_GPU=1` (as CI sets with
+//! lavapipe installed), which turns the skip into a failure.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+/// A small deterministic generator (xorshift), so cases are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                (self.0 >> 24) as u8
+            })
+            .collect()
+    }
+}
+
+const DTYPES: [(&str, usize, bool); 11] = [
+    ("f2", 2, true),
+    ("f4", 4, true),
+    ("f8", 8, true),
+    ("i1", 1, false),
+    ("i2", 2, false),
+    ("i4", 4, false),
+    ("i8", 8, false),
+    ("u1", 1, false),
+    ("u2", 2, false),
+    ("u4", 4, false),
+    ("u8", 8, false),
+];
+
+/// (shape of A, shape of B, Fortran order for A, big-endian for B)
+const SHAPES: [(&[usize], &[usize], bool, bool); 6] = [
+    (&[2, 3, 4], &[2, 3, 4], false, false),
+    (&[5, 1, 7], &[3, 1], false, true),
+    (&[], &[17], false, false),
+    (&[33], &[33], false, false),
+    (&[4, 6], &[6], true, false),
+    (&[3, 1, 5, 1], &[1, 4, 1, 2], true, true),
+];
+
+fn write_npy(path: &Path, kind: &str, size: usize, shape: &[usize], fortran: bool, big: bool, rng: &mut Rng) {
+    let order = if size == 1 {
+        '|'
+    } else if big {
+        '>'
+    } else {
+        '<'
+    };
+    let header = common::header_dict(&format!("{order}{kind}"), fortran, &common::py_shape(shape));
+    let n: usize = shape.iter().product();
+    std::fs::write(path, common::npy_raw((1, 0), &header, &rng.bytes(n * size))).expect("write input");
+}
+
+fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<u8>, String) {
+    let mut cmd = Command::new(common::bin());
+    cmd.current_dir(dir).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run tensorop");
+    let code = out.status.code().unwrap_or(-1);
+    (code, out.stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Whether a GPU adapter is present; a missing one fails when TENSOROP_REQUIRE_GPU=1.
+fn gpu_available(test: &str) -> bool {
+    let dir = common::Dir::new();
+    let (code, _, err) = run(dir.root(), &["devices"], &[]);
+    if code == 0 {
+        return true;
+    }
+    if std::env::var("TENSOROP_REQUIRE_GPU").as_deref() == Ok("1") {
+        panic!("{test}: no GPU adapter ({}) and TENSOROP_REQUIRE_GPU=1 forbids skipping", err.trim());
+    }
+    eprintln!("skipping {test}: no GPU adapter ({}); set TENSOROP_REQUIRE_GPU=1 to make this a failure", err.trim());
+    false
+}
+
+/// Compares two outputs element by element: identical bits, or both NaN.
+fn same_bits(cpu: &[u8], gpu: &[u8], size: usize, float: bool) -> Result<(), String> {
+    if cpu.len() != gpu.len() {
+        return Err(format!("lengths differ: {} vs {}", cpu.len(), gpu.len()));
+    }
+    let header = cpu.len() - common::parse_npy(cpu).data.len();
+    if cpu[..header] != gpu[..header] {
+        return Err("headers differ".into());
+    }
+    let is_nan = |e: &[u8]| match (float, size) {
+        (true, 2) => u16::from_le_bytes([e[0], e[1]]) & 0x7fff > 0x7c00,
+        (true, 4) => f32::from_le_bytes(e.try_into().unwrap_or_default()).is_nan(),
+        (true, 8) => f64::from_le_bytes(e.try_into().unwrap_or_default()).is_nan(),
+        _ => false,
+    };
+    for (i, (c, g)) in cpu[header..].chunks(size).zip(gpu[header..].chunks(size)).enumerate() {
+        if c != g && !(is_nan(c) && is_nan(g)) {
+            return Err(format!("element {i}: cpu {c:02x?}, gpu {g:02x?}"));
+        }
+    }
+    Ok(())
+}
+
+fn compare_case(
+    dir: &Path,
+    args: &[&str],
+    size: usize,
+    float: bool,
+    env: &[(&str, &str)],
+    what: &str,
+) -> Result<(), String> {
+    let cpu = run(dir, &[args, &["-o", "-"]].concat(), &[]);
+    if cpu.0 != 0 {
+        return Err(format!("{what}: cpu exit {}: {}", cpu.0, cpu.2));
+    }
+    let gpu = run(dir, &[args, &["-o", "-", "--backend", "wgpu"]].concat(), env);
+    if gpu.0 != 0 {
+        return Err(format!("{what}: wgpu exit {}: {}", gpu.0, gpu.2));
+    }
+    if !gpu.2.is_empty() {
+        return Err(format!("{what}: wgpu printed on stderr: {}", gpu.2));
+    }
+    same_bits(&cpu.1, &gpu.1, size, float).map_err(|e| format!("{what}: {e}"))
+}
+
+#[test]
+fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
+    if !gpu_available("wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (kind, size, float) in DTYPES {
+        for (si, (sa, sb, fortran, big)) in SHAPES.iter().enumerate() {
+            write_npy(&dir.path("a.npy"), kind, size, sa, *fortran, false, &mut rng);
+            write_npy(&dir.path("b.npy"), kind, size, sb, false, *big, &mut rng);
+            let mut variants: Vec<Vec<&str>> = vec![vec!["sub"], vec!["sqdiff"]];
+            if kind == "f2" {
+                variants.push(vec!["sqdiff", "--half-precision"]);
+            }
+            for v in variants {
+                let args = [&v[..], &["a.npy", "b.npy", "--feature-level", "none", "-q"]].concat();
+                for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+                    let what = format!("{kind} {v:?} shape case {si} ({mode})");
+                    if kind == "f8" && mode == "emulated" {
+                        // Without SHADER_F64 float64 is refused, clearly.
+                        let (code, _, err) =
+                            run(dir.root(), &[&args[..], &["-o", "-", "--backend", "wgpu"]].concat(), env);
+                        if code != 1 || !err.contains("SHADER_F64") {
+                            failures.push(format!("{what}: expected a SHADER_F64 refusal, got exit {code}: {err}"));
+                        }
+                        continue;
+                    }
+                    compared += 1;
+                    if let Err(e) = compare_case(dir.root(), &args, size, float, env, &what) {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {compared} comparisons failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn wgpu_streams_many_chunks_in_order() {
+    if !gpu_available("wgpu_streams_many_chunks_in_order") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let mut rng = Rng(7);
+    for (kind, size, float) in [("u1", 1, false), ("f2", 2, true), ("f4", 4, true), ("i8", 8, false)] {
+        // 64-byte chunks: hundreds of dispatches, broadcast input uploaded once.
+        write_npy(&dir.path("a.npy"), kind, size, &[37, 101], false, false, &mut rng);
+        write_npy(&dir.path("b.npy"), kind, size, &[101], false, false, &mut rng);
+        let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q"];
+        let env = [("TENSOROP_WGPU_CHUNK_BYTES", "64")];
+        if let Err(e) = compare_case(dir.root(), &args, size, float, &env, kind) {
+            panic!("{e}");
+        }
+    }
+}
+
+#[test]
+fn wgpu_report_names_the_device_and_gpu_timings() {
+    if !gpu_available("wgpu_report_names_the_device_and_gpu_timings") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let mut rng = Rng(3);
+    write_npy(&dir.path("a.npy"), "f2", 2, &[8], false, false, &mut rng);
+    write_npy(&dir.path("b.npy"), "f2", 2, &[8], false, false, &mut rng);
+    let (code, _, err) =
+        run(dir.root(), &["sub", "a.npy", "b.npy", "-o", "c.npy", "--backend", "wgpu", "--report", "r.json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&dir.read("r.json")).expect("report is JSON");
+    let b = &report["backend"];
+    assert_eq!(b["name"], "wgpu");
+    for key in ["adapter", "device_type", "driver", "api"] {
+        assert!(b[key].as_str().is_some_and(|s| !s.is_empty()), "backend.{key} missing: {b}");
+    }
+    assert!(b["flushes_subnormals"].is_boolean());
+    assert_eq!(b["features_emulated"], serde_json::json!(["SHADER_F16"]));
+    for key in ["init", "upload", "compute", "download", "total"] {
+        assert!(report["timings_ms"][key].is_number(), "timings_ms.{key} missing");
+    }
+}
+
+#[test]
+fn devices_lists_adapters_as_table_and_json() {
+    if !gpu_available("devices_lists_adapters_as_table_and_json") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let (code, out, _) = run(dir.root(), &["devices", "--json"], &[]);
+    assert_eq!(code, 0);
+    let list: serde_json::Value = serde_json::from_slice(&out).expect("devices --json is JSON");
+    let first = &list[0];
+    for key in ["name", "api", "device_type", "driver", "features", "max_storage_buffer_binding_size"] {
+        assert!(!first[key].is_null(), "devices --json lacks {key}: {first}");
+    }
+    let (code, out, err) = run(dir.root(), &["devices"], &[]);
+    assert_eq!(code, 0);
+    assert!(String::from_utf8_lossy(&out).contains("max storage binding"));
+    assert!(err.is_empty(), "devices printed on stderr: {err}");
+}
+
+#[test]
+fn missing_adapter_is_a_clear_runtime_error() {
+    // An API with no driver here: the message says what was looked for and what to do.
+    let dir = common::Dir::new();
+    let (code, _, err) = run(dir.root(), &["devices"], &[("TENSOROP_WGPU_BACKEND", "nonsense")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("TENSOROP_WGPU_BACKEND"), "{err}");
+}
