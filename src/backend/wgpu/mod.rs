@@ -143,7 +143,9 @@ impl Gpu {
         let kernel = Kernel::new(self, DType::F32, sem, 4, 4, 4)?;
         let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 3);
         params.rank = 1;
-        let out = kernel.run_chunk(self, &params, Some(&3u32.to_le_bytes()), Some(&1u32.to_le_bytes()), 4)?;
+        let (mut out, mut timing) = (Vec::new(), ChunkTiming::default());
+        let (a, b) = (3u32.to_le_bytes(), 1u32.to_le_bytes());
+        kernel.run_chunk(self, &params, Some(&a), Some(&b), 4, &mut out, &mut timing)?;
         Ok(out != 2u32.to_le_bytes())
     }
 
@@ -259,24 +261,10 @@ impl Kernel {
         Ok(Kernel { pipeline, params, a, b, out, staging, bind, dtype })
     }
 
-    /// Uploads (where given) the inputs, computes `params.n` elements and returns their
-    /// `out_len` bytes.
-    fn run_chunk(
-        &self,
-        gpu: &Gpu,
-        params: &Params,
-        a: Option<&[u8]>,
-        b: Option<&[u8]>,
-        out_len: u64,
-    ) -> Result<Vec<u8>> {
-        let mut timing = ChunkTiming::default();
-        let mut out = Vec::new();
-        self.run_chunk_into(gpu, params, a, b, out_len, &mut out, &mut timing)?;
-        Ok(out)
-    }
-
+    /// Uploads (where given) the inputs, computes `params.n` elements and leaves their
+    /// `out_len` bytes in `out`.
     #[allow(clippy::too_many_arguments)]
-    fn run_chunk_into(
+    fn run_chunk(
         &self,
         gpu: &Gpu,
         params: &Params,
@@ -440,15 +428,7 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
         stats.read += t.elapsed();
         first = false;
         let params = Params::zeroed_with(n as u32, start as u32, &dims, [&strides[0], &strides[1]], chunk_local);
-        kernel.run_chunk_into(
-            gpu,
-            &params,
-            uploads[0].as_deref(),
-            uploads[1].as_deref(),
-            n * es,
-            &mut out,
-            &mut timing,
-        )?;
+        kernel.run_chunk(gpu, &params, uploads[0].as_deref(), uploads[1].as_deref(), n * es, &mut out, &mut timing)?;
         let t = Instant::now();
         write(&out)?;
         stats.write += t.elapsed();

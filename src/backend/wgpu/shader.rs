@@ -234,22 +234,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 "#
             )
         }
-        8 => format!(
-            r#"
-@compute @workgroup_size({WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let l = gid.x + gid.y * nwg.x * {WORKGROUP}u;
-    if (l >= p.n) {{
-        return;
-    }}
-    let offs = offsets(l);
-    let a = vec2<u32>(A[2u * offs.x], A[2u * offs.x + 1u]);
+        8 => element_main(
+            "let a = vec2<u32>(A[2u * offs.x], A[2u * offs.x + 1u]);
     let b = vec2<u32>(B[2u * offs.y], B[2u * offs.y + 1u]);
     let r = op(a, b);
     O[2u * l] = r.x;
-    O[2u * l + 1u] = r.y;
-}}
-"#
+    O[2u * l + 1u] = r.y;",
         ),
         _ => return None,
     };
@@ -263,8 +253,13 @@ fn f64_source(sem: Semantics) -> String {
         Op::Sub => "O[l] = A[offs.x] - B[offs.y];",
         Op::SqDiff => "let d = A[offs.x] - B[offs.y];\n    O[l] = d * d;",
     };
+    format!("{}\n{}", COMMON.replace("ELEM", "f64"), element_main(body))
+}
+
+/// An entry point where each invocation computes one element `l`; `body` sees `l` and `offs`.
+fn element_main(body: &str) -> String {
     format!(
-        r#"{}
+        r#"
 @compute @workgroup_size({WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
     let l = gid.x + gid.y * nwg.x * {WORKGROUP}u;
@@ -274,8 +269,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let offs = offsets(l);
     {body}
 }}
-"#,
-        COMMON.replace("ELEM", "f64")
+"#
     )
 }
 
