@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    clean_up_on_signals();
     let outcome = pipeline::run(&cfg);
     match &outcome {
         Outcome::Ok => {}
@@ -58,6 +59,22 @@ fn main() -> ExitCode {
         Outcome::Error(e) => eprintln!("tensorop: error: {e:#}"),
     }
     ExitCode::from(outcome.exit_code())
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove the temporary output and report files, say so, and exit
+/// with 128 + the signal number (130 for Ctrl-C), leaving every target as it was.
+fn clean_up_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            npy::output::remove_pending();
+            eprintln!("tensorop: interrupted by signal {sig}; no output was written");
+            std::process::exit(128 + sig);
+        }
+    });
 }
 
 /// Exit status of a read-only command: a closed pipe is quiet success, other errors exit 1.

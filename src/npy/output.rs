@@ -1,6 +1,8 @@
 //! Where results go: a temporary file beside the target, renamed into place only when the whole
 //! result is written (so the target is never truncated or half-written, and in-place runs read
 //! the old input to the end), or standard output. One sequential write path serves both.
+//! Temporary files are registered while they exist, so a signal handler can remove them before
+//! the process exits ([`remove_pending`]).
 
 use anyhow::{Context, Result};
 use std::fs::{File, Permissions};
@@ -8,6 +10,37 @@ use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Temporary files not yet committed or dropped.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Registers a temporary file for the lifetime of the guard.
+pub struct Pending(PathBuf);
+
+impl Pending {
+    fn new(path: &Path) -> Pending {
+        if let Ok(mut p) = PENDING.lock() {
+            p.push(path.to_path_buf());
+        }
+        Pending(path.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Ok(mut p) = PENDING.lock() {
+            p.retain(|x| x != &self.0);
+        }
+    }
+}
+
+/// Removes every temporary file still pending (called when a signal ends the process, which
+/// skips destructors). Returns how many were removed.
+pub fn remove_pending() -> usize {
+    let Ok(paths) = PENDING.lock() else { return 0 };
+    paths.iter().filter(|p| std::fs::remove_file(p).is_ok()).count()
+}
 
 /// A write to standard output failed because the reader went away (`| head`).
 #[derive(Debug)]
@@ -22,7 +55,7 @@ impl std::error::Error for BrokenPipe {}
 
 /// An open destination for the output bytes.
 pub enum Sink {
-    File { tmp: tempfile::NamedTempFile, target: PathBuf },
+    File { tmp: tempfile::NamedTempFile, target: PathBuf, _pending: Pending },
     Stdout(File),
 }
 
@@ -49,7 +82,8 @@ impl Sink {
             // Creation applied the umask; an existing target's exact mode is restored.
             let _ = tmp.as_file().set_permissions(Permissions::from_mode(mode));
         }
-        Ok(Sink::File { tmp, target: target.to_path_buf() })
+        let _pending = Pending::new(tmp.path());
+        Ok(Sink::File { tmp, target: target.to_path_buf(), _pending })
     }
 
     /// Standard output, unbuffered (chunks are large; no line buffering of binary data).
@@ -76,7 +110,7 @@ impl Sink {
     /// temporary file and leaves the target as it was.
     pub fn commit(self) -> Result<()> {
         match self {
-            Sink::File { tmp, target } => {
+            Sink::File { tmp, target, _pending } => {
                 tmp.persist(&target)
                     .map_err(|e| e.error)
                     .with_context(|| format!("cannot move the result into place at {}", target.display()))?;
