@@ -210,6 +210,39 @@ fn testdata_fixtures_match_their_expected_outputs() {
 }
 
 #[test]
+fn short_inner_broadcasts_across_many_chunks() {
+    // [N, 3] - [3] and [N, 1, 3] - [5, 1]: innermost runs far shorter than a chunk, chunks that
+    // start mid-row, on one and two threads.
+    let dir = Dir::new();
+    let n = 100_003;
+    let a: Vec<f32> = (0..n * 3).map(|i| i as f32 * 0.5).collect();
+    dir.write("a.npy", &npy(&[n, 3], &a));
+    dir.write("b.npy", &npy(&[3], &[1.0f32, 2.0, 4.0]));
+    for threads in ["1", "2"] {
+        dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--threads", threads]).ok();
+        let exp: Vec<f32> = a.iter().enumerate().map(|(i, &x)| x - [1.0f32, 2.0, 4.0][i % 3]).collect();
+        assert_same_bits(&dir.output::<f32>("out.npy", &[n, 3]), &exp);
+    }
+    let m = 30_011;
+    let c: Vec<i32> = (0..m as i32 * 3).collect();
+    dir.write("c.npy", &npy(&[m, 1, 3], &c));
+    dir.write("d.npy", &npy(&[5, 1], &[10i32, 20, 30, 40, 50]));
+    for threads in ["1", "2"] {
+        dir.run(&["sqdiff", "c.npy", "d.npy", "-o", "out2.npy", "--threads", threads]).ok();
+        let mut exp = Vec::with_capacity(m * 15);
+        for i in 0..m {
+            for d in [10i32, 20, 30, 40, 50] {
+                for k in 0..3 {
+                    let x = c[i * 3 + k].wrapping_sub(d);
+                    exp.push(x.wrapping_mul(x));
+                }
+            }
+        }
+        assert_eq!(dir.output::<i32>("out2.npy", &[m, 5, 3]), exp);
+    }
+}
+
+#[test]
 fn thread_count_does_not_change_the_result() {
     let dir = Dir::new();
     let n = 200_003;

@@ -22,6 +22,10 @@ const CHUNK_BYTES: usize = 256 * 1024;
 /// Inputs up to this size that are not read in output order are loaded whole.
 const RESIDENT_BYTES: u64 = 32 << 20;
 
+/// Innermost runs shorter than this (e.g. `[N, 3] - [3]`) are not computed run by run: broadcast
+/// operands are gathered for the whole chunk and the kernel runs once per chunk.
+const SHORT_RUN: u64 = 64;
+
 /// Runs `job`, handing each finished chunk's bytes, in order, to `write`.
 pub fn run(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
     crate::with_dtype!(job.dtype, T => run_typed::<T>(job, write))
@@ -56,6 +60,16 @@ impl<T: Arith> Reader<'_, T> {
             }
         }
         Ok(())
+    }
+
+    /// The operand for a whole chunk after [`Worker::fill_gathered`]: the input itself when it is
+    /// read in output order, else the gathered buffer.
+    fn chunk_operand(&mut self, identity: bool, start: u64, n: usize) -> Result<Operand<'_, T>> {
+        if identity {
+            self.operand(start, 1, n)
+        } else {
+            Ok(Operand::Slice(&self.gather[..n]))
+        }
     }
 
     /// The operand for a run of `n` outputs whose input elements start at `off`, `stride` apart.
@@ -93,6 +107,10 @@ impl<T: Arith> Worker<'_, T> {
         let it = self.iter;
         let last = it.dims.len() - 1;
         let inner = it.dims[last];
+        let gatherable = |i: usize| it.is_identity(i) || matches!(self.readers[i].src, Source::Resident(_));
+        if inner < SHORT_RUN && out.len() as u64 > inner && gatherable(0) && gatherable(1) {
+            return self.fill_gathered(start, out);
+        }
         let (sa, sb) = (it.strides[0][last], it.strides[1][last]);
         let mut idx = it.unravel(start);
         let mut pos = 0;
@@ -106,16 +124,53 @@ impl<T: Arith> Worker<'_, T> {
             self.sem.apply(&mut out[pos..pos + n], a, b);
             self.compute_time += t.elapsed();
             pos += n;
-            // Advance the multi-index by n (carry into outer dimensions).
-            idx[last] += n as u64;
-            let mut k = last;
-            while k > 0 && idx[k] == it.dims[k] {
-                idx[k] = 0;
-                idx[k - 1] += 1;
-                k -= 1;
-            }
+            advance(&mut idx, &it.dims, n as u64);
         }
         Ok(())
+    }
+
+    /// [`fill`](Self::fill) for short innermost runs: each broadcast (resident) input is gathered
+    /// into a chunk-long buffer, inputs read in output order are used as they are, and the
+    /// kernel runs once.
+    fn fill_gathered(&mut self, start: u64, out: &mut [T]) -> Result<()> {
+        let it = self.iter;
+        let n = out.len();
+        let last = it.dims.len() - 1;
+        for (i, r) in self.readers.iter_mut().enumerate() {
+            let Source::Resident(data) = r.src else { continue };
+            if it.is_identity(i) {
+                continue;
+            }
+            let s = it.strides[i][last] as usize;
+            r.gather.clear();
+            let mut idx = it.unravel(start);
+            while r.gather.len() < n {
+                let m = ((it.dims[last] - idx[last]) as usize).min(n - r.gather.len());
+                let off = it.offset(i, &idx) as usize;
+                r.gather.extend((0..m).map(|k| data[off + k * s]));
+                advance(&mut idx, &it.dims, m as u64);
+            }
+        }
+        let [ra, rb] = &mut self.readers;
+        let a = ra.chunk_operand(it.is_identity(0), start, n)?;
+        let b = rb.chunk_operand(it.is_identity(1), start, n)?;
+        let t = Instant::now();
+        self.sem.apply(out, a, b);
+        self.compute_time += t.elapsed();
+        Ok(())
+    }
+}
+
+/// Advances the multi-index `idx` by `n` positions along the innermost dimension, carrying into
+/// outer dimensions (`n` never crosses more than the end of the current run).
+fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
+    let last = idx.len() - 1;
+    idx[last] += n;
+    let mut k = last;
+    while k > 0 && idx[k] == dims[k] {
+        idx[k] = 0;
+        idx[k - 1] += 1;
+        k -= 1;
     }
 }
 
