@@ -2,26 +2,14 @@
 //! parses arguments, dispatches the command and maps its outcome to the exit status
 //! (0 ok, 1 runtime error, 2 usage error, 3 validation failure); nothing else.
 
-mod backend;
-mod cli;
-mod commands;
-mod config;
-mod dtype;
-mod npy;
-mod op;
-mod pipeline;
-mod progress;
-mod report;
-mod shape;
-mod spec;
-
 use clap::Parser;
-use cli::{Cli, Command};
-use config::{Config, UsageError};
-use npy::output::BrokenPipe;
-use op::Op;
-use pipeline::Outcome;
 use std::process::ExitCode;
+use tensorop::cli::{Cli, Command};
+use tensorop::config::{self, Config, UsageError};
+use tensorop::npy::output::BrokenPipe;
+use tensorop::op::Op;
+use tensorop::pipeline::{self, Outcome};
+use tensorop::{commands, npy};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

@@ -136,7 +136,7 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     };
     let strides = [a, b].map(|x| view_strides(&x.header.shape, x.header.fortran_order, &out_shape));
     let iter = Iteration::new(&out_shape, &strides[0], &strides[1]);
-    report.elements = iter.len();
+    report.elements = iter.count();
     report.broadcast =
         Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: out_shape.clone(), strides: strides.clone() });
     if cfg.dry_run {

@@ -109,7 +109,7 @@ impl Iteration {
     }
 
     /// Total number of elements.
-    pub fn len(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         self.dims.iter().product()
     }
 
@@ -197,7 +197,7 @@ mod tests {
 
         // A scalar output.
         let it = Iteration::new(&[], &[], &[]);
-        assert_eq!((it.dims.clone(), it.len()), (vec![1], 1));
+        assert_eq!((it.dims.clone(), it.count()), (vec![1], 1));
         assert!(it.is_identity(0));
     }
 

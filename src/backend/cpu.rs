@@ -175,7 +175,7 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
 }
 
 fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
-    let total = job.iter.len();
+    let total = job.iter.count();
     let chunk = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
     let n_chunks = total.div_ceil(chunk as u64);
     let threads = job.threads.clamp(1, n_chunks.max(1).min(usize::MAX as u64) as usize);

@@ -359,7 +359,7 @@ fn read_le(input: &NpyInput, dtype: DType, start: u64, count: usize) -> Result<V
 pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
     let dtype = job.dtype;
     let es = dtype.size() as u64;
-    let total = job.iter.len();
+    let total = job.iter.count();
     let mut stats = Stats { threads_used: 1, ..Stats::default() };
     if total == 0 {
         return Ok(stats);

@@ -1,0 +1,68 @@
+//! In-memory kernel throughput per dtype and operator, elementwise (`a[i] - b[i]`) and broadcast
+//! (`a[i] - b`), on one thread and split over all cores. Throughput counts three arrays (two read,
+//! one written), like the STREAM-style figure `benches/e2e.py` prints, so the two compare directly.
+//!
+//! `cargo bench --bench kernels [-- FILTER]`, e.g. `-- float32` or `-- threads=2`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use tensorop::dtype::DType;
+use tensorop::op::{Arith, Op, Operand, Semantics};
+
+/// Elements per array: 2^23, so three float32 arrays (96 MiB) overflow any cache.
+const N: usize = 1 << 23;
+
+fn filled<T: Arith>(byte: u8) -> Vec<T> {
+    // A repeated byte is a normal number for every float width (no subnormal slow paths).
+    let mut v = vec![T::zeroed(); N];
+    bytemuck::cast_slice_mut::<T, u8>(&mut v).fill(byte);
+    v
+}
+
+fn run<T: Arith>(sem: Semantics, out: &mut [T], a: &[T], b: Option<&[T]>, threads: usize) {
+    let per = out.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (i, o) in out.chunks_mut(per).enumerate() {
+            let a = &a[i * per..i * per + o.len()];
+            let b = match b {
+                Some(b) => Operand::Slice(&b[i * per..i * per + o.len()]),
+                None => Operand::Scalar(a[0]),
+            };
+            if threads == 1 {
+                sem.apply(o, Operand::Slice(a), b);
+            } else {
+                s.spawn(move || sem.apply(o, Operand::Slice(a), b));
+            }
+        }
+    });
+}
+
+fn bench_dtype<T: Arith>(c: &mut Criterion, dtype: DType) {
+    let a = filled::<T>(0x3c);
+    let b = filled::<T>(0x3b);
+    let mut out = filled::<T>(0);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut g = c.benchmark_group(dtype.name());
+    g.sample_size(10)
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(2));
+    g.throughput(Throughput::Bytes((3 * N * dtype.size()) as u64));
+    for op in Op::ALL {
+        let sem = Semantics { op, half_precision: false };
+        for threads in [1, cores] {
+            for (shape, b) in [("elementwise", Some(b.as_slice())), ("broadcast", None)] {
+                let id = BenchmarkId::new(format!("{}/{shape}", op.name()), format!("threads={threads}"));
+                g.bench_function(id, |bench| bench.iter(|| run(sem, &mut out, &a, b, threads)));
+            }
+        }
+    }
+    g.finish();
+}
+
+fn kernels(c: &mut Criterion) {
+    for dtype in DType::ALL {
+        tensorop::with_dtype!(dtype, T => bench_dtype::<T>(c, dtype));
+    }
+}
+
+criterion_group!(benches, kernels);
+criterion_main!(benches);
