@@ -111,7 +111,7 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
         let label = if path == "-" { "standard input".to_string() } else { path.clone() };
         let input = NpyInput::open(path).with_context(|| format!("input {} ({label})", ["A", "B"][i]))?;
         report.inputs.push(InputInfo::new(path, &input.header));
-        report.bytes_read += input.bytes_read();
+        report.bytes_read += input.bytes_read;
         inputs.push(input);
     }
     let (a, b) = (&inputs[0], &inputs[1]);

@@ -178,7 +178,7 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
     let total = job.iter.count();
     let chunk = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
     let n_chunks = total.div_ceil(chunk as u64);
-    let threads = job.threads.clamp(1, n_chunks.max(1).min(usize::MAX as u64) as usize);
+    let threads = job.threads.min(usize::try_from(n_chunks).unwrap_or(usize::MAX)).max(1);
     let mut stats = Stats { threads_used: threads, ..Stats::default() };
 
     // Inputs not read in output order are loaded whole when small (or unavoidable).

@@ -11,7 +11,6 @@ use std::fs::File;
 use std::io::{self, Read, Seek};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// An input file, header parsed, data region located and size-checked.
 #[derive(Debug)]
@@ -22,7 +21,8 @@ pub struct NpyInput {
     file: File,
     /// Offset of the first data byte in `file`.
     data_start: u64,
-    bytes_read: AtomicU64,
+    /// Bytes of the file this input accounts for (header and data).
+    pub bytes_read: u64,
 }
 
 impl NpyInput {
@@ -50,7 +50,7 @@ impl NpyInput {
             let available = size - header.data_offset.min(size);
             check_size(&header, available)?;
             let data_start = base + header.data_offset;
-            Ok(NpyInput { label: label.into(), header, file, data_start, bytes_read: AtomicU64::new(size) })
+            Ok(NpyInput { label: label.into(), header, file, data_start, bytes_read: size })
         } else {
             Self::spool(label, file)
         }
@@ -66,7 +66,7 @@ impl NpyInput {
             .context("cannot copy the streamed input to a temporary file")?;
         check_size(&header, copied)?;
         let total = header.data_offset + copied;
-        Ok(NpyInput { label: label.into(), header, file: tmp, data_start: 0, bytes_read: AtomicU64::new(total) })
+        Ok(NpyInput { label: label.into(), header, file: tmp, data_start: 0, bytes_read: total })
     }
 
     /// Reads `out.len()` elements starting at element `start` of the data region (storage
@@ -89,11 +89,6 @@ impl NpyInput {
             out.iter_mut().for_each(|x| *x = x.swap_bytes());
         }
         Ok(())
-    }
-
-    /// Bytes of the file this input accounts for (header and data).
-    pub fn bytes_read(&self) -> u64 {
-        self.bytes_read.load(Ordering::Relaxed)
     }
 }
 

@@ -413,22 +413,20 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     let mut timing = ChunkTiming::default();
     let mut out = Vec::new();
     let mut start = 0u64;
-    let mut first = true;
     while start < total {
         let n = chunk.min(total - start);
-        let mut uploads: [Option<Vec<u8>>; 2] = [None, None];
+        let mut fresh: [Option<Vec<u8>>; 2] = [None, None];
         let t = Instant::now();
-        for i in 0..2 {
-            uploads[i] = match &resident[i] {
-                Some(bytes) if first => Some(bytes.clone()),
-                Some(_) => None,
-                None => Some(read_le(job.inputs[i], dtype, start, n as usize)?),
-            };
+        for (i, slot) in fresh.iter_mut().enumerate() {
+            if resident[i].is_none() {
+                *slot = Some(read_le(job.inputs[i], dtype, start, n as usize)?);
+            }
         }
         stats.read += t.elapsed();
-        first = false;
+        // Chunk-local inputs are uploaded every chunk; broadcast inputs with the first only.
+        let upload = |i: usize| fresh[i].as_deref().or(resident[i].as_deref().filter(|_| start == 0));
         let params = Params::zeroed_with(n as u32, start as u32, &dims, [&strides[0], &strides[1]], chunk_local);
-        kernel.run_chunk(gpu, &params, uploads[0].as_deref(), uploads[1].as_deref(), n * es, &mut out, &mut timing)?;
+        kernel.run_chunk(gpu, &params, upload(0), upload(1), n * es, &mut out, &mut timing)?;
         let t = Instant::now();
         write(&out)?;
         stats.write += t.elapsed();
