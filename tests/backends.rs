@@ -1,6 +1,6 @@
 //! One list of end-to-end cases, run on the CPU backend and on the wgpu backend (with the
-//! adapter's features, and again with `TENSOROP_WGPU_EMULATE=1` as on a device without them),
-//! compared bit for bit (NaNs only by position: their payload may differ). Skipped with a printed
+//! adapter's features, again with `TENSOROP_WGPU_EMULATE=1` as on a device without them, and
+//! again with broadcast inputs streamed in windows through tiny chunks), compared bit for bit (NaNs only by position: their payload may differ). Skipped with a printed
 //! reason when no GPU adapter is found, unless `TENSOROP_REQUIRE_GPU=1` (as CI sets with
 //! lavapipe installed), which turns the skip into a failure.
 
@@ -151,7 +151,12 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
             }
             for v in variants {
                 let args = [&v[..], &["a.npy", "b.npy", "--feature-level", "none", "-q"]].concat();
-                for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+                let modes: [(&[(&str, &str)], &str); 3] = [
+                    (&[], "native"),
+                    (&[("TENSOROP_WGPU_EMULATE", "1")], "emulated"),
+                    (&[("TENSOROP_WGPU_RESIDENT_BYTES", "0"), ("TENSOROP_WGPU_CHUNK_BYTES", "16")], "windowed"),
+                ];
+                for (env, mode) in modes {
                     let what = format!("{kind} {v:?} shape case {si} ({mode})");
                     if kind == "f8" && mode == "emulated" {
                         // Without SHADER_F64 float64 is refused, clearly.
@@ -180,14 +185,23 @@ fn wgpu_streams_many_chunks_in_order() {
     }
     let dir = common::Dir::new();
     let mut rng = Rng(7);
+    // (A, B): B broadcast along the outer, a middle and the inner dimension, and both at once.
+    let shapes: [(&[usize], &[usize]); 4] =
+        [(&[37, 101], &[101]), (&[6, 5, 37], &[6, 1, 37]), (&[9, 2, 3, 11], &[9, 1, 3, 1]), (&[7, 1], &[1, 13])];
     for (kind, size, float) in [("u1", 1, false), ("f2", 2, true), ("f4", 4, true), ("i8", 8, false)] {
-        // 64-byte chunks: hundreds of dispatches, broadcast input uploaded once.
-        write_npy(&dir.path("a.npy"), kind, size, &[37, 101], false, false, &mut rng);
-        write_npy(&dir.path("b.npy"), kind, size, &[101], false, false, &mut rng);
-        let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q"];
-        let env = [("TENSOROP_WGPU_CHUNK_BYTES", "64")];
-        if let Err(e) = compare_case(dir.root(), &args, size, float, &env, kind) {
-            panic!("{e}");
+        for (sa, sb) in shapes {
+            write_npy(&dir.path("a.npy"), kind, size, sa, false, false, &mut rng);
+            write_npy(&dir.path("b.npy"), kind, size, sb, false, false, &mut rng);
+            let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q"];
+            // 64-byte chunks: hundreds of dispatches, broadcast inputs uploaded once, then
+            // streamed in per-chunk windows.
+            for resident in ["33554432", "0"] {
+                let env = [("TENSOROP_WGPU_CHUNK_BYTES", "64"), ("TENSOROP_WGPU_RESIDENT_BYTES", resident)];
+                let what = format!("{kind} {sa:?} - {sb:?}, resident limit {resident}");
+                if let Err(e) = compare_case(dir.root(), &args, size, float, &env, &what) {
+                    panic!("{e}");
+                }
+            }
         }
     }
 }
@@ -201,19 +215,27 @@ fn wgpu_report_names_the_device_and_gpu_timings() {
     let mut rng = Rng(3);
     write_npy(&dir.path("a.npy"), "f2", 2, &[8], false, false, &mut rng);
     write_npy(&dir.path("b.npy"), "f2", 2, &[8], false, false, &mut rng);
-    let (code, _, err) =
-        run(dir.root(), &["sub", "a.npy", "b.npy", "-o", "c.npy", "--backend", "wgpu", "--report", "r.json"], &[]);
-    assert_eq!(code, 0, "{err}");
-    let report: serde_json::Value = serde_json::from_slice(&dir.read("r.json")).expect("report is JSON");
-    let b = &report["backend"];
-    assert_eq!(b["name"], "wgpu");
-    for key in ["adapter", "device_type", "driver", "api"] {
-        assert!(b[key].as_str().is_some_and(|s| !s.is_empty()), "backend.{key} missing: {b}");
-    }
-    assert!(b["flushes_subnormals"].is_boolean());
-    assert_eq!(b["features_emulated"], serde_json::json!(["SHADER_F16"]));
-    for key in ["init", "upload", "compute", "download", "total"] {
-        assert!(report["timings_ms"][key].is_number(), "timings_ms.{key} missing");
+    let args = ["sub", "a.npy", "b.npy", "-o", "c.npy", "--backend", "wgpu", "--report", "r.json"];
+    let f16 = serde_json::json!(["SHADER_F16"]);
+    for emulate in ["0", "1"] {
+        let (code, _, err) = run(dir.root(), &args, &[("TENSOROP_WGPU_EMULATE", emulate)]);
+        assert_eq!(code, 0, "{err}");
+        let report: serde_json::Value = serde_json::from_slice(&dir.read("r.json")).expect("report is JSON");
+        let b = &report["backend"];
+        assert_eq!(b["name"], "wgpu");
+        for key in ["adapter", "device_type", "driver", "api"] {
+            assert!(b[key].as_str().is_some_and(|s| !s.is_empty()), "backend.{key} missing: {b}");
+        }
+        assert!(b["flushes_subnormals"].is_boolean());
+        // float16 is either native or emulated, never both; the switch forces emulation.
+        let (native, emulated) = (&b["features_native"], &b["features_emulated"]);
+        assert!((*native == f16) != (*emulated == f16), "{b}");
+        if emulate == "1" {
+            assert_eq!(*emulated, f16, "{b}");
+        }
+        for key in ["init", "upload", "compute", "download", "total"] {
+            assert!(report["timings_ms"][key].is_number(), "timings_ms.{key} missing");
+        }
     }
 }
 

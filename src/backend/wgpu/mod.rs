@@ -6,13 +6,15 @@
 //! CPU backend uses, so host memory stays bounded.
 
 pub mod shader;
+pub mod window;
 
 use crate::backend::{Job, Stats};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
-use shader::{elements_per_invocation, Params, MAX_RANK, WORKGROUP};
+use shader::{elements_per_invocation, Native, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
+use std::cell::OnceCell;
 use std::time::{Duration, Instant};
 
 /// Environment switch (`1`) that makes tensorop ignore the adapter's optional shader features, as
@@ -24,7 +26,7 @@ pub const EMULATE_ENV: &str = "TENSOROP_WGPU_EMULATE";
 pub const BACKEND_ENV: &str = "TENSOROP_WGPU_BACKEND";
 
 /// Largest chunk of output per dispatch, whatever the device allows: bounds host memory.
-const MAX_CHUNK_BYTES: u64 = 8 << 20;
+const MAX_CHUNK_BYTES: u64 = 4 << 20;
 
 /// Environment variable overriding [`MAX_CHUNK_BYTES`] (tests use small chunks to cover the
 /// multi-chunk path on small inputs).
@@ -53,8 +55,10 @@ pub struct Gpu {
     limits: wgpu::Limits,
     pub flushes_subnormals: bool,
     pub init_time: Duration,
-    /// SHADER_F64 is enabled on the device.
-    native_f64: bool,
+    /// The optional features enabled on the device (float16 still subject to its probe).
+    enabled: Native,
+    /// Whether the device's float16 conversions matched the CPU's, probed on first use.
+    f16_exact: OnceCell<bool>,
 }
 
 /// The platform's native API, or the one `TENSOROP_WGPU_BACKEND` names.
@@ -87,8 +91,16 @@ fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-fn api_name(b: wgpu::Backends) -> String {
-    format!("{b:?}").to_lowercase()
+fn api_name(b: wgpu::Backends) -> &'static str {
+    if b == wgpu::Backends::VULKAN {
+        "Vulkan"
+    } else if b == wgpu::Backends::METAL {
+        "Metal"
+    } else if b == wgpu::Backends::DX12 {
+        "DX12"
+    } else {
+        "OpenGL"
+    }
 }
 
 fn no_adapter(b: wgpu::Backends) -> anyhow::Error {
@@ -98,6 +110,14 @@ fn no_adapter(b: wgpu::Backends) -> anyhow::Error {
         api_name(b)
     )
 }
+
+/// The optional shader features tensorop can use, with their names.
+const FEATURES: [(wgpu::Features, &str); 4] = [
+    (wgpu::Features::SHADER_F16, "SHADER_F16"),
+    (wgpu::Features::SHADER_I16, "SHADER_I16"),
+    (wgpu::Features::SHADER_INT64, "SHADER_INT64"),
+    (wgpu::Features::SHADER_F64, "SHADER_F64"),
+];
 
 impl Gpu {
     /// Opens the first high-performance adapter of the platform's API and probes it.
@@ -114,7 +134,13 @@ impl Gpu {
         .map_err(|_| no_adapter(b))?;
         let info = adapter.get_info();
         let emulate = std::env::var(EMULATE_ENV).is_ok_and(|v| v == "1");
-        let native_f64 = !emulate && adapter.features().contains(wgpu::Features::SHADER_F64);
+        let wanted = wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        let features = if emulate { wgpu::Features::empty() } else { adapter.features() & wanted };
+        let enabled = Native {
+            f16: features.contains(wgpu::Features::SHADER_F16),
+            int64: features.contains(wgpu::Features::SHADER_INT64),
+            f64: features.contains(wgpu::Features::SHADER_F64),
+        };
         let alimits = adapter.limits();
         let mut limits = wgpu::Limits::downlevel_defaults();
         limits.max_storage_buffer_binding_size = alimits.max_storage_buffer_binding_size;
@@ -122,43 +148,182 @@ impl Gpu {
         limits.max_compute_workgroups_per_dimension = alimits.max_compute_workgroups_per_dimension;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("tensorop"),
-            required_features: if native_f64 { wgpu::Features::SHADER_F64 } else { wgpu::Features::empty() },
+            required_features: features,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
         .with_context(|| format!("cannot open the GPU device {}", info.name))?;
-        let mut gpu =
-            Gpu { device, queue, info, limits, flushes_subnormals: false, init_time: Duration::ZERO, native_f64 };
+        let mut gpu = Gpu {
+            device,
+            queue,
+            info,
+            limits,
+            flushes_subnormals: false,
+            init_time: Duration::ZERO,
+            enabled,
+            f16_exact: OnceCell::new(),
+        };
         gpu.flushes_subnormals = gpu.probe_subnormals()?;
         gpu.init_time = t.elapsed();
         Ok(gpu)
+    }
+
+    /// The features a kernel for `dtype` uses natively. float16 is native only when the device
+    /// has SHADER_F16 and its conversions passed [`Gpu::probe_f16`] (run once, on first use).
+    fn native(&self, dtype: DType) -> Native {
+        let f16 = dtype == DType::F16
+            && self.enabled.f16
+            && *self.f16_exact.get_or_init(|| self.probe_f16().unwrap_or(false));
+        Native { f16, ..self.enabled }
     }
 
     /// Runs the float32 `sub` kernel on two subnormals (3 - 1 in units of the smallest one); a
     /// device that flushes returns zero instead of 2.
     fn probe_subnormals(&self) -> Result<bool> {
         let sem = crate::op::Semantics { op: crate::op::Op::Sub, half_precision: false };
-        let kernel = Kernel::new(self, DType::F32, sem, 4, 4, 4)?;
-        let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 3);
+        let a = self.resident_buffer(&3u32.to_le_bytes());
+        let b = self.resident_buffer(&1u32.to_le_bytes());
+        let kernel = Kernel::new(self, DType::F32, sem, Native::default(), [Some(&a), Some(&b)], [0, 0], 4, 1)?;
+        let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 0);
         params.rank = 1;
-        let (mut out, mut timing) = (Vec::new(), ChunkTiming::default());
-        let (a, b) = (3u32.to_le_bytes(), 1u32.to_le_bytes());
-        kernel.run_chunk(self, &params, Some(&a), Some(&b), 4, &mut out, &mut timing)?;
+        let mut out = Vec::new();
+        let idx = kernel.submit(self, 0, &params, [None, None], 4, &mut ChunkTiming::default());
+        kernel.collect(self, 0, idx, 4, &mut ChunkTiming::default(), &mut |bytes| {
+            out.extend_from_slice(bytes);
+            Ok(())
+        })?;
         Ok(out != 2u32.to_le_bytes())
+    }
+
+    /// Whether the device converts float32 to float16 (round to nearest even, subnormals kept,
+    /// overflow to infinity) and float16 to float32 exactly as the CPU does: every float16 value,
+    /// every rounding midpoint between neighbours and the float32 values either side of it.
+    fn probe_f16(&self) -> Result<bool> {
+        use half::f16;
+        let mut x: Vec<f32> = Vec::with_capacity(0x7c00 * 8);
+        for h in 0..0x7c00u16 {
+            let f = f16::from_bits(h).to_f32();
+            let ulp = if h + 1 < 0x7c00 { f16::from_bits(h + 1).to_f32() - f } else { 32.0 };
+            let mid = f + ulp / 2.0;
+            // mid > 0, so its neighbours are one bit pattern away.
+            let (below, above) = (f32::from_bits(mid.to_bits() - 1), f32::from_bits(mid.to_bits() + 1));
+            for v in [f, mid, below, above] {
+                x.extend([v, -v]);
+            }
+        }
+        let halves: Vec<u16> = (0..=u16::MAX).collect();
+        let d = &self.device;
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("tensorop f16 probe"),
+            source: wgpu::ShaderSource::Wgsl(shader::F16_PROBE.into()),
+        });
+        let pipeline = compute_pipeline(d, &module);
+        use wgpu::BufferUsages as U;
+        let xb = self.resident_buffer(bytemuck::cast_slice(&x));
+        let hb = self.resident_buffer(bytemuck::cast_slice(&halves));
+        let (ylen, zlen) = (x.len() as u64 * 2, halves.len() as u64 * 4);
+        let yb = buffer(d, "y", ylen, U::STORAGE | U::COPY_SRC);
+        let zb = buffer(d, "z", zlen, U::STORAGE | U::COPY_SRC);
+        let staging = buffer(d, "staging", ylen + zlen, U::MAP_READ | U::COPY_DST);
+        let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("tensorop f16 probe"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: xb.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: yb.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: hb.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 3, resource: zb.as_entire_binding() },
+            ],
+        });
+        let mut enc = d.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tensorop") });
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups((x.len() as u32).div_ceil(WORKGROUP), 1, 1);
+        }
+        enc.copy_buffer_to_buffer(&yb, 0, &staging, 0, ylen);
+        enc.copy_buffer_to_buffer(&zb, 0, &staging, ylen, zlen);
+        let idx = self.queue.submit([enc.finish()]);
+        let bytes = self.map_read(&staging, ylen + zlen, idx)?;
+        let (y, z) = bytes.split_at(ylen as usize);
+        let y: Vec<u16> = y.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        let z: Vec<u32> = z.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let narrow_ok = x.iter().zip(&y).all(|(v, h)| f16::from_f32(*v).to_bits() == *h);
+        let widen_ok = halves.iter().zip(&z).all(|(h, w)| {
+            let v = f16::from_bits(*h).to_f32();
+            if v.is_nan() {
+                f32::from_bits(*w).is_nan()
+            } else {
+                v.to_bits() == *w
+            }
+        });
+        Ok(narrow_ok && widen_ok)
+    }
+
+    /// Maps `len` bytes of `staging` once submission `idx` is done, and copies them out.
+    fn map_read(&self, staging: &wgpu::Buffer, len: u64, idx: wgpu::SubmissionIndex) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.with_mapped(staging, len, idx, &mut |bytes| {
+            out.extend_from_slice(bytes);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Maps `len` bytes (a multiple of 4) of `staging` once submission `idx` is done and hands
+    /// them to `f`.
+    fn with_mapped(
+        &self,
+        staging: &wgpu::Buffer,
+        len: u64,
+        idx: wgpu::SubmissionIndex,
+        f: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let slice = staging.slice(..pad4(len));
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(idx), timeout: None })
+            .context("the GPU stopped responding")?;
+        rx.recv()
+            .map_err(|_| anyhow!("the GPU never finished mapping the result"))?
+            .context("cannot read the result back from the GPU")?;
+        let result = {
+            let view =
+                slice.get_mapped_range().map_err(|e| anyhow!("cannot read the result back from the GPU: {e:?}"))?;
+            f(&view[..len as usize])
+        };
+        staging.unmap();
+        result
+    }
+
+    /// A storage buffer holding `data` (padded to whole words).
+    fn resident_buffer(&self, data: &[u8]) -> wgpu::Buffer {
+        use wgpu::BufferUsages as U;
+        let buf = buffer(&self.device, "input", data.len() as u64, U::STORAGE | U::COPY_DST);
+        write_padded(&self.queue, &buf, data);
+        buf
     }
 
     /// The report's description of this device for a job of `dtype`.
     pub fn report(&self, dtype: DType) -> DeviceReport {
-        let emulated = match dtype {
-            DType::F16 => vec!["SHADER_F16"],
-            DType::I16 | DType::U16 => vec!["SHADER_I16"],
-            DType::I8 | DType::U8 => vec!["8-bit integers (no wgpu feature)"],
-            DType::I64 | DType::U64 => vec!["SHADER_INT64"],
-            _ => vec![],
+        let native = self.native(dtype);
+        let (native, emulated): (Vec<&'static str>, Vec<&'static str>) = match dtype {
+            DType::F16 if native.f16 => (vec!["SHADER_F16"], vec![]),
+            DType::F16 => (vec![], vec!["SHADER_F16"]),
+            // WGSL has no 16- or 8-bit integer types, whatever the device offers.
+            DType::I16 | DType::U16 => (vec![], vec!["SHADER_I16"]),
+            DType::I8 | DType::U8 => (vec![], vec!["8-bit integers (no wgpu feature)"]),
+            DType::I64 | DType::U64 if native.int64 => (vec!["SHADER_INT64"], vec![]),
+            DType::I64 | DType::U64 => (vec![], vec!["SHADER_INT64"]),
+            DType::F64 if native.f64 => (vec!["SHADER_F64"], vec![]),
+            _ => (vec![], vec![]),
         };
-        let native = if dtype == DType::F64 && self.native_f64 { vec!["SHADER_F64"] } else { vec![] };
         DeviceReport {
             adapter: self.info.name.clone(),
             device_type: format!("{:?}", self.info.device_type),
@@ -185,34 +350,63 @@ impl Params {
     }
 }
 
-/// A compiled kernel with its buffers.
-struct Kernel {
-    pipeline: wgpu::ComputePipeline,
-    params: wgpu::Buffer,
-    a: wgpu::Buffer,
-    b: wgpu::Buffer,
-    out: wgpu::Buffer,
-    staging: wgpu::Buffer,
-    bind: wgpu::BindGroup,
-    dtype: DType,
-}
-
 fn pad4(n: u64) -> u64 {
     n.div_ceil(4) * 4
 }
 
+fn buffer(d: &wgpu::Device, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    d.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: pad4(size.max(4)),
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
+fn compute_pipeline(d: &wgpu::Device, module: &wgpu::ShaderModule) -> wgpu::ComputePipeline {
+    d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("tensorop"),
+        layout: None,
+        module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+/// One set of per-chunk buffers. Two slots let chunk k+1 be read and uploaded while chunk k is
+/// computed and downloaded.
+struct Slot {
+    params: wgpu::Buffer,
+    /// Per-chunk input buffers (`None` where the input is resident).
+    inputs: [Option<wgpu::Buffer>; 2],
+    out: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    bind: wgpu::BindGroup,
+}
+
+/// A compiled kernel with its buffers.
+struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    slots: Vec<Slot>,
+    per: u32,
+}
+
 impl Kernel {
-    /// Compiles the kernel and allocates input buffers of `a_bytes`/`b_bytes` and an output of
-    /// `out_bytes`.
+    /// Compiles the kernel; each input is either `resident` (one buffer for the whole run) or
+    /// uploaded per chunk into buffers of `chunk_bytes`; outputs are up to `out_bytes`.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         gpu: &Gpu,
         dtype: DType,
         sem: crate::op::Semantics,
-        a_bytes: u64,
-        b_bytes: u64,
+        native: Native,
+        resident: [Option<&wgpu::Buffer>; 2],
+        chunk_bytes: [u64; 2],
         out_bytes: u64,
+        slots: usize,
     ) -> Result<Kernel> {
-        let src = shader::source(dtype, sem, gpu.native_f64).ok_or_else(|| {
+        let src = shader::source(dtype, sem, native).ok_or_else(|| {
             anyhow!(
                 "{} has no SHADER_F64 (64-bit floats){}, and the wgpu backend does not emulate float64; \
                  use --backend cpu for float64",
@@ -225,101 +419,96 @@ impl Kernel {
             label: Some("tensorop kernel"),
             source: wgpu::ShaderSource::Wgsl(src.into()),
         });
-        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("tensorop"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        let buf = |label, size: u64, usage| {
-            d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: pad4(size.max(4)),
-                usage,
-                mapped_at_creation: false,
-            })
-        };
+        let pipeline = compute_pipeline(d, &module);
         use wgpu::BufferUsages as U;
-        let params = buf("params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
-        let a = buf("a", a_bytes, U::STORAGE | U::COPY_DST);
-        let b = buf("b", b_bytes, U::STORAGE | U::COPY_DST);
-        let out = buf("out", out_bytes, U::STORAGE | U::COPY_SRC);
-        let staging = buf("staging", out_bytes, U::MAP_READ | U::COPY_DST);
         let layout = pipeline.get_bind_group_layout(0);
-        let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("tensorop"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: a.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: b.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 3, resource: out.as_entire_binding() },
-            ],
-        });
-        Ok(Kernel { pipeline, params, a, b, out, staging, bind, dtype })
+        let slots = (0..slots)
+            .map(|_| {
+                let params = buffer(d, "params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
+                let inputs = [0, 1].map(|i| {
+                    resident[i].is_none().then(|| buffer(d, "input", chunk_bytes[i], U::STORAGE | U::COPY_DST))
+                });
+                let out = buffer(d, "out", out_bytes, U::STORAGE | U::COPY_SRC);
+                let staging = buffer(d, "staging", out_bytes, U::MAP_READ | U::COPY_DST);
+                let input = |i: usize| resident[i].or(inputs[i].as_ref()).map(|b| b.as_entire_binding());
+                let (Some(a), Some(b)) = (input(0), input(1)) else { unreachable!("every input has a buffer") };
+                let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("tensorop"),
+                    layout: &layout,
+                    entries: &[
+                        wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 1, resource: a },
+                        wgpu::BindGroupEntry { binding: 2, resource: b },
+                        wgpu::BindGroupEntry { binding: 3, resource: out.as_entire_binding() },
+                    ],
+                });
+                Slot { params, inputs, out, staging, bind }
+            })
+            .collect();
+        Ok(Kernel { pipeline, slots, per: elements_per_invocation(dtype, native) })
     }
 
-    /// Uploads (where given) the inputs, computes `params.n` elements and leaves their
-    /// `out_len` bytes in `out`.
-    #[allow(clippy::too_many_arguments)]
-    fn run_chunk(
+    /// Uploads `params` and the per-chunk `data` into `slot`, then queues the computation of
+    /// `params.n` elements and the copy of their `out_len` bytes into the slot's staging buffer.
+    fn submit(
         &self,
         gpu: &Gpu,
+        slot: usize,
         params: &Params,
-        a: Option<&[u8]>,
-        b: Option<&[u8]>,
+        data: [Option<&[u8]>; 2],
         out_len: u64,
-        out: &mut Vec<u8>,
         timing: &mut ChunkTiming,
-    ) -> Result<()> {
+    ) -> wgpu::SubmissionIndex {
+        let s = &self.slots[slot];
         let t = Instant::now();
-        gpu.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(params));
-        for (data, buf) in [(a, &self.a), (b, &self.b)] {
-            if let Some(data) = data {
+        gpu.queue.write_buffer(&s.params, 0, bytemuck::bytes_of(params));
+        for (data, buf) in data.iter().zip(&s.inputs) {
+            if let (Some(data), Some(buf)) = (data, buf) {
                 write_padded(&gpu.queue, buf, data);
             }
         }
-        timing.upload += t.elapsed();
 
-        let t = Instant::now();
-        let per = elements_per_invocation(self.dtype);
-        let invocations = params.n.div_ceil(per);
+        let invocations = params.n.div_ceil(self.per);
         let groups = invocations.div_ceil(WORKGROUP).max(1);
         let max = gpu.limits.max_compute_workgroups_per_dimension.max(1);
         let (x, y) = if groups <= max { (groups, 1) } else { (max, groups.div_ceil(max)) };
-        let copy = pad4(out_len);
         let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tensorop") });
         {
             let mut pass = enc
                 .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tensorop"), timestamp_writes: None });
             pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &self.bind, &[]);
+            pass.set_bind_group(0, &s.bind, &[]);
             pass.dispatch_workgroups(x, y, 1);
         }
-        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, copy);
-        gpu.queue.submit([enc.finish()]);
-        let slice = self.staging.slice(..copy);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        gpu.device.poll(wgpu::PollType::wait_indefinitely()).context("the GPU stopped responding")?;
-        rx.recv()
-            .map_err(|_| anyhow!("the GPU never finished mapping the result"))?
-            .context("cannot read the result back from the GPU")?;
-        timing.compute += t.elapsed();
+        enc.copy_buffer_to_buffer(&s.out, 0, &s.staging, 0, pad4(out_len));
+        // Submitting flushes the uploads queued above: count it as upload time.
+        let idx = gpu.queue.submit([enc.finish()]);
+        timing.upload += t.elapsed();
+        idx
+    }
 
+    /// Waits for `slot`'s submission `idx` and hands its `out_len` result bytes to `write`.
+    fn collect(
+        &self,
+        gpu: &Gpu,
+        slot: usize,
+        idx: wgpu::SubmissionIndex,
+        out_len: u64,
+        timing: &mut ChunkTiming,
+        write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let t = Instant::now();
-        {
-            let view =
-                slice.get_mapped_range().map_err(|e| anyhow!("cannot read the result back from the GPU: {e:?}"))?;
-            out.clear();
-            out.extend_from_slice(&view[..out_len as usize]);
-        }
-        self.staging.unmap();
-        timing.download += t.elapsed();
+        let (mut waited, mut wrote) = (Duration::ZERO, Duration::ZERO);
+        gpu.with_mapped(&self.slots[slot].staging, out_len, idx, &mut |bytes| {
+            waited = t.elapsed();
+            let t = Instant::now();
+            let r = write(bytes);
+            wrote = t.elapsed();
+            r
+        })?;
+        timing.compute += waited;
+        timing.write += wrote;
+        timing.download += t.elapsed().saturating_sub(waited + wrote);
         Ok(())
     }
 }
@@ -341,21 +530,64 @@ struct ChunkTiming {
     upload: Duration,
     compute: Duration,
     download: Duration,
+    write: Duration,
 }
+/// Host memory for one input's per-chunk data, kept as 8-byte words so that any element type
+/// can be read into it in place (no intermediate copies).
+#[derive(Default)]
+struct HostBuf(Vec<u64>);
 
-/// Reads `count` elements of `input` from element `start`, in little-endian byte order.
-fn read_le(input: &NpyInput, dtype: DType, start: u64, count: usize) -> Result<Vec<u8>> {
-    crate::with_dtype!(dtype, T => {
-        let mut v = vec![<T as bytemuck::Zeroable>::zeroed(); count];
-        input.read_into(start, &mut v)?;
-        if cfg!(target_endian = "big") {
-            v.iter_mut().for_each(|x| *x = crate::dtype::Element::swap_bytes(*x));
+impl HostBuf {
+    /// Reads `(first element, count)` runs of `input` one after another, in little-endian byte
+    /// order, and returns their bytes.
+    fn read(&mut self, input: &NpyInput, dtype: DType, runs: &[(u64, u64)]) -> Result<&[u8]> {
+        let es = dtype.size() as u64;
+        let len: u64 = runs.iter().map(|r| r.1 * es).sum();
+        let len = usize::try_from(len).map_err(|_| anyhow!("a chunk does not fit in memory"))?;
+        self.0.resize(len.div_ceil(8), 0);
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.0[..]);
+        let mut at = 0usize;
+        for &(first, count) in runs {
+            let n = (count * es) as usize;
+            let dst = &mut bytes[at..at + n];
+            crate::with_dtype!(dtype, T => {
+                let v: &mut [T] = bytemuck::try_cast_slice_mut(dst)
+                    .map_err(|e| anyhow!("internal error: misaligned chunk buffer: {e}"))?;
+                input.read_into(first, v)?;
+                if cfg!(target_endian = "big") {
+                    v.iter_mut().for_each(|x| *x = crate::dtype::Element::swap_bytes(*x));
+                }
+            });
+            at += n;
         }
-        Ok(bytemuck::cast_slice::<T, u8>(&v).to_vec())
-    })
+        Ok(&bytes[..len])
+    }
 }
 
-/// Runs `job` on `gpu`, handing each finished chunk's bytes, in order, to `write`.
+/// How one input reaches the GPU.
+enum Feed {
+    /// Read in output order: each chunk uploads the chunk's own run of the input.
+    Local,
+    /// Uploaded whole, once (a small broadcast input, or a Fortran-order one).
+    Resident(wgpu::Buffer),
+    /// A large broadcast input: each chunk uploads the intervals it reads ([`window`]).
+    Windowed,
+}
+
+/// Broadcast inputs up to this size are uploaded once; larger ones stream in windows (the same
+/// bound as the CPU backend's resident inputs).
+const RESIDENT_BYTES: u64 = 32 << 20;
+
+/// Environment variable overriding [`RESIDENT_BYTES`] (tests set 0 to cover the windowed path).
+pub const RESIDENT_ENV: &str = "TENSOROP_WGPU_RESIDENT_BYTES";
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Runs `job` on `gpu`, handing each finished chunk's bytes, in order, to `write`. Chunk k+1 is
+/// read from the inputs and uploaded while chunk k is computed; chunk k is downloaded and written
+/// while chunk k+1 is computed.
 pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
     let dtype = job.dtype;
     let es = dtype.size() as u64;
@@ -371,70 +603,99 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     if rank > MAX_RANK {
         bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
     }
-    let to32 = |v: &[u64]| -> Result<Vec<u32>> {
-        v.iter()
-            .map(|&x| u32::try_from(x).map_err(|_| anyhow!("a stride exceeds 2^32 elements; use --backend cpu")))
-            .collect()
-    };
-    let dims = to32(&job.iter.dims)?;
-    let strides = [to32(&job.iter.strides[0])?, to32(&job.iter.strides[1])?];
+    // Every offset is below the output's element count, so fits in u32.
+    let to32 = |v: &[u64]| v.iter().map(|&x| x as u32).collect::<Vec<u32>>();
+    let dims = to32(&job.iter.dims);
+    let strides = [to32(&job.iter.strides[0]), to32(&job.iter.strides[1])];
 
+    let native = gpu.native(dtype);
     let max_bind = gpu.limits.max_storage_buffer_binding_size.min(gpu.limits.max_buffer_size);
     let grid = u64::from(gpu.limits.max_compute_workgroups_per_dimension).pow(2) * u64::from(WORKGROUP);
-    let per = u64::from(elements_per_invocation(dtype));
-    let limit = std::env::var(CHUNK_ENV).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(MAX_CHUNK_BYTES);
+    let per = u64::from(elements_per_invocation(dtype, native));
+    let limit = env_u64(CHUNK_ENV).unwrap_or(MAX_CHUNK_BYTES);
     let chunk = (max_bind.min(limit.max(16)) / es).min(grid * per).min(total) / 4 * 4;
     let chunk = chunk.max(4.min(total));
+    let resident_limit = env_u64(RESIDENT_ENV).unwrap_or(RESIDENT_BYTES).min(max_bind);
 
-    // Inputs read in output order are uploaded per chunk; the rest once, whole.
     let t = Instant::now();
-    let mut resident: [Option<Vec<u8>>; 2] = [None, None];
-    let mut sizes = [0u64; 2];
+    let mut feeds = Vec::with_capacity(2);
     for i in 0..2 {
         let input = job.inputs[i];
-        if job.iter.is_identity(i) {
-            sizes[i] = chunk * es;
-        } else {
-            let bytes = input.header.data_bytes;
-            if bytes > max_bind {
+        let h = &input.header;
+        // A Fortran-order input's strides do not bound a chunk's intervals by the chunk's size.
+        let strided_fortran = h.fortran_order && h.shape.iter().filter(|&&d| d > 1).count() > 1;
+        feeds.push(if job.iter.is_identity(i) {
+            Feed::Local
+        } else if h.data_bytes <= resident_limit || strided_fortran {
+            if h.data_bytes > max_bind {
                 bail!(
-                    "input {} is broadcast and {bytes} bytes, more than the {max_bind} bytes this GPU can bind; use --backend cpu",
-                    input.label
+                    "input {} is broadcast in Fortran order and {} bytes, more than the {max_bind} bytes this GPU \
+                     can bind; use --backend cpu, or store it in C order",
+                    input.label,
+                    h.data_bytes
                 );
             }
-            resident[i] = Some(read_le(input, dtype, 0, input.header.elements as usize)?);
-            sizes[i] = bytes;
-        }
+            let mut host = HostBuf::default();
+            Feed::Resident(gpu.resident_buffer(host.read(input, dtype, &[(0, h.elements)])?))
+        } else {
+            Feed::Windowed
+        });
     }
     stats.read += t.elapsed();
-    let kernel = Kernel::new(gpu, dtype, job.sem, sizes[0], sizes[1], chunk * es)?;
-    let chunk_local = (0..2).filter(|&i| resident[i].is_none()).map(|i| 1u32 << i).sum();
+    let resident = [0, 1].map(|i| match &feeds[i] {
+        Feed::Resident(b) => Some(b),
+        _ => None,
+    });
+    let kernel = Kernel::new(gpu, dtype, job.sem, native, resident, [chunk * es; 2], chunk * es, 2)?;
+    let chunk_local = (0..2).filter(|&i| matches!(feeds[i], Feed::Local)).map(|i| 1u32 << i).sum();
+    let windowed = (0..2).filter(|&i| matches!(feeds[i], Feed::Windowed)).map(|i| 1u32 << i).sum();
 
     let mut timing = ChunkTiming::default();
-    let mut out = Vec::new();
-    let mut start = 0u64;
+    let mut host = [HostBuf::default(), HostBuf::default()];
+    let mut pending: Option<(usize, wgpu::SubmissionIndex, u64)> = None;
+    let (mut start, mut slot) = (0u64, 0usize);
     while start < total {
         let n = chunk.min(total - start);
-        let mut fresh: [Option<Vec<u8>>; 2] = [None, None];
+        let mut params = Params::zeroed_with(n as u32, start as u32, &dims, [&strides[0], &strides[1]], chunk_local);
+        params.windowed = windowed;
         let t = Instant::now();
-        for (i, slot) in fresh.iter_mut().enumerate() {
-            if resident[i].is_none() {
-                *slot = Some(read_le(job.inputs[i], dtype, start, n as usize)?);
-            }
+        let mut data: [Option<&[u8]>; 2] = [None, None];
+        for (i, (h, slot_data)) in host.iter_mut().zip(data.iter_mut()).enumerate() {
+            let runs = match feeds[i] {
+                Feed::Resident(_) => continue,
+                Feed::Local => vec![(start, n)],
+                Feed::Windowed => {
+                    let iv = window::intervals(&job.iter.dims, &job.iter.strides[i], start, start + n);
+                    if iv.len() > MAX_INTERVALS || window::total(&iv) > chunk {
+                        bail!("internal error: a chunk of input {} needs more than its buffer", job.inputs[i].label);
+                    }
+                    params.interval_count[i] = iv.len() as u32;
+                    let mut at = 0u64;
+                    for (k, &(lo, hi)) in iv.iter().enumerate() {
+                        params.intervals[i][k] = [lo as u32, 0, at as u32, 0];
+                        at += hi - lo + 1;
+                    }
+                    iv.iter().map(|&(lo, hi)| (lo, hi - lo + 1)).collect()
+                }
+            };
+            *slot_data = Some(h.read(job.inputs[i], dtype, &runs)?);
         }
         stats.read += t.elapsed();
-        // Chunk-local inputs are uploaded every chunk; broadcast inputs with the first only.
-        let upload = |i: usize| fresh[i].as_deref().or(resident[i].as_deref().filter(|_| start == 0));
-        let params = Params::zeroed_with(n as u32, start as u32, &dims, [&strides[0], &strides[1]], chunk_local);
-        kernel.run_chunk(gpu, &params, upload(0), upload(1), n * es, &mut out, &mut timing)?;
-        let t = Instant::now();
-        write(&out)?;
-        stats.write += t.elapsed();
+        let idx = kernel.submit(gpu, slot, &params, data, n * es, &mut timing);
+        if let Some((prev, prev_idx, len)) = pending.take() {
+            kernel.collect(gpu, prev, prev_idx, len, &mut timing, write)?;
+        }
+        pending = Some((slot, idx, n * es));
+        slot ^= 1;
         start += n;
+    }
+    if let Some((prev, prev_idx, len)) = pending {
+        kernel.collect(gpu, prev, prev_idx, len, &mut timing, write)?;
     }
     stats.upload = timing.upload;
     stats.compute = timing.compute;
     stats.download = timing.download;
+    stats.write = timing.write;
     Ok(stats)
 }
 
@@ -465,16 +726,7 @@ pub fn list_adapters() -> Result<Vec<AdapterEntry>> {
             let info = a.get_info();
             let f = a.features();
             let l = a.limits();
-            let features = [
-                (wgpu::Features::SHADER_F16, "SHADER_F16"),
-                (wgpu::Features::SHADER_I16, "SHADER_I16"),
-                (wgpu::Features::SHADER_INT64, "SHADER_INT64"),
-                (wgpu::Features::SHADER_F64, "SHADER_F64"),
-            ]
-            .into_iter()
-            .filter(|(flag, _)| f.contains(*flag))
-            .map(|(_, name)| name)
-            .collect();
+            let features = FEATURES.into_iter().filter(|(flag, _)| f.contains(*flag)).map(|(_, name)| name).collect();
             AdapterEntry {
                 name: info.name.clone(),
                 api: format!("{:?}", info.backend),

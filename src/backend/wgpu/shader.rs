@@ -1,10 +1,14 @@
-//! WGSL for the wgpu backend, generated per dtype and operator. Every dtype is processed on
-//! `u32` words, so the kernels need no optional shader feature: 8- and 16-bit elements are packed
-//! four or two to a word and each invocation owns whole output words; 64-bit integers are
-//! `vec2<u32>` with a borrow and a wrapping square built from 16-bit limbs; float16 is widened to
-//! float32 and rounded back to nearest-even with integer operations, so the result does not
-//! depend on how a device rounds conversions or treats float32 subnormals. Broadcasting uses the
-//! CPU backend's stride plan, passed in the uniform block.
+//! WGSL for the wgpu backend, generated per dtype, operator and the shader features the device
+//! offers ([`Native`]). Native kernels use the device's types: `f16` (SHADER_F16, converted to
+//! and from `f32` around float32 arithmetic), `u64` (SHADER_INT64, wrapping arithmetic for both
+//! signed and unsigned) and `f64` (SHADER_F64). Without those features every dtype but float64 is
+//! processed on `u32` words: 8- and 16-bit elements are packed four or two to a word and each
+//! invocation owns whole output words (WGSL has no 8- or 16-bit integer types, so these are always
+//! packed); 64-bit integers are `vec2<u32>` with a borrow and a wrapping square built from 16-bit
+//! limbs; float16 is widened to float32 and rounded back to nearest-even with integer operations,
+//! so the result does not depend on how a device rounds conversions. Broadcasting uses the CPU
+//! backend's stride plan, passed in the uniform block, with an optional list of input intervals
+//! per chunk for broadcast inputs streamed in windows (see [`super::window`]).
 
 use crate::dtype::DType;
 use crate::op::{Op, Semantics};
@@ -15,16 +19,31 @@ pub const MAX_RANK: usize = 32;
 /// Invocations per workgroup.
 pub const WORKGROUP: u32 = 256;
 
+/// The most input intervals one chunk of a windowed input may need (`2 * rank + 1`, rounded up).
+pub const MAX_INTERVALS: usize = 2 * MAX_RANK + 4;
+
+/// Optional shader features the kernels use natively.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Native {
+    /// SHADER_F16 (and the device's conversions passed the probe).
+    pub f16: bool,
+    /// SHADER_INT64.
+    pub int64: bool,
+    /// SHADER_F64.
+    pub f64: bool,
+}
+
 /// Output elements each invocation computes.
-pub fn elements_per_invocation(dtype: DType) -> u32 {
+pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
     match dtype.size() {
         1 => 4,
+        2 if dtype == DType::F16 && native.f16 => 1,
         2 => 2,
         _ => 1,
     }
 }
 
-/// The uniform block, as the host fills it (400 bytes).
+/// The uniform block, as the host fills it (2592 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
@@ -35,9 +54,16 @@ pub struct Params {
     pub rank: u32,
     /// Bit i set: input i is uploaded per chunk in output order (index = position in chunk).
     pub chunk_local: u32,
+    /// Bit i set: input i is uploaded per chunk as the intervals in `intervals[i]`.
+    pub windowed: u32,
+    /// Number of intervals used in `intervals[i]`.
+    pub interval_count: [u32; 2],
+    pub pad: u32,
     pub dims: [u32; MAX_RANK],
     pub strides_a: [u32; MAX_RANK],
     pub strides_b: [u32; MAX_RANK],
+    /// Per input: `(first input offset, unused, position in the uploaded buffer, unused)`, sorted.
+    pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
 }
 
 const COMMON: &str = r#"
@@ -46,9 +72,15 @@ struct Params {
     base: u32,
     rank: u32,
     chunk_local: u32,
+    windowed: u32,
+    count_a: u32,
+    count_b: u32,
+    pad: u32,
     dims: array<vec4<u32>, 8>,
     sa: array<vec4<u32>, 8>,
     sb: array<vec4<u32>, 8>,
+    ia: array<vec4<u32>, NINTERVALS>,
+    ib: array<vec4<u32>, NINTERVALS>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -73,10 +105,27 @@ fn offsets(l: u32) -> vec2<u32> {
             xa = xa + i * p.sa[q][r];
             xb = xb + i * p.sb[q][r];
         }
-        if ((p.chunk_local & 1u) == 0u) { oa = xa; }
-        if ((p.chunk_local & 2u) == 0u) { ob = xb; }
+        if ((p.chunk_local & 1u) == 0u) {
+            oa = xa;
+            if ((p.windowed & 1u) != 0u) { oa = window_a(xa); }
+        }
+        if ((p.chunk_local & 2u) == 0u) {
+            ob = xb;
+            if ((p.windowed & 2u) != 0u) { ob = window_b(xb); }
+        }
     }
     return vec2<u32>(oa, ob);
+}
+
+// Position in the uploaded window of input offset x: the last interval starting at or before x.
+fn window_a(x: u32) -> u32 {
+    var lo = 0u;
+    var hi = p.count_a;
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (p.ia[mid].x <= x) { lo = mid; } else { hi = mid; }
+    }
+    return p.ia[lo].z + (x - p.ia[lo].x);
 }
 "#;
 
@@ -191,16 +240,27 @@ fn op_fn(dtype: DType, sem: Semantics) -> String {
     }
 }
 
-/// The WGSL source of the kernel for `dtype` and `sem`. float64 needs the adapter's SHADER_F64
-/// (`native_f64`); without it there is no kernel (`None`).
-pub fn source(dtype: DType, sem: Semantics, native_f64: bool) -> Option<String> {
-    if dtype == DType::F64 {
-        return native_f64.then(|| f64_source(sem));
+/// The uniform block's declarations and the offset helpers, for elements of WGSL type `elem`.
+fn common(elem: &str) -> String {
+    let window_b = COMMON[COMMON.find("fn window_a").unwrap_or(0)..].replace("window_a", "window_b");
+    let window_b = window_b.replace("p.ia", "p.ib").replace("p.count_a", "p.count_b");
+    let head = COMMON.replace("ELEM", elem).replace("NINTERVALS", &MAX_INTERVALS.to_string());
+    format!("{head}\n{window_b}")
+}
+
+/// The WGSL source of the kernel for `dtype` and `sem` with the `native` features. float64 needs
+/// SHADER_F64; without it there is no kernel (`None`).
+pub fn source(dtype: DType, sem: Semantics, native: Native) -> Option<String> {
+    match dtype {
+        DType::F64 => return native.f64.then(|| f64_source(sem)),
+        DType::F16 if native.f16 => return Some(f16_source(sem)),
+        DType::I64 | DType::U64 if native.int64 => return Some(int64_source(sem)),
+        _ => {}
     }
     let size = dtype.size();
     let main = match size {
         1 | 2 | 4 => {
-            let epw = elements_per_invocation(dtype);
+            let epw = elements_per_invocation(dtype, Native::default());
             let bits = size * 8;
             let (load, mask) = match size {
                 1 => ("(X[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu", "0xffu"),
@@ -243,7 +303,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ),
         _ => return None,
     };
-    Some(format!("{}\n{}\n{main}", COMMON.replace("ELEM", "u32"), op_fn(dtype, sem)))
+    Some(format!("{}\n{}\n{main}", common("u32"), op_fn(dtype, sem)))
 }
 
 /// float64 with the device's native 64-bit floats (IEEE add, subtract and multiply are correctly
@@ -253,8 +313,50 @@ fn f64_source(sem: Semantics) -> String {
         Op::Sub => "O[l] = A[offs.x] - B[offs.y];",
         Op::SqDiff => "let d = A[offs.x] - B[offs.y];\n    O[l] = d * d;",
     };
-    format!("{}\n{}", COMMON.replace("ELEM", "f64"), element_main(body))
+    format!("{}\n{}", common("f64"), element_main(body))
 }
+
+/// 64-bit integers with the device's `u64`: wrapping subtraction and multiplication give the same
+/// bits for signed and unsigned elements.
+fn int64_source(sem: Semantics) -> String {
+    let body = match sem.op {
+        Op::Sub => "O[l] = A[offs.x] - B[offs.y];",
+        Op::SqDiff => "let d = A[offs.x] - B[offs.y];\n    O[l] = d * d;",
+    };
+    format!("{}\n{}", common("u64"), element_main(body))
+}
+
+/// float16 with the device's `f16` storage and conversions, arithmetic in float32 exactly as the
+/// contract says. Used only when the conversion probe matched the CPU (see `Gpu::native`).
+fn f16_source(sem: Semantics) -> String {
+    let body = match (sem.op, sem.half_precision) {
+        (Op::Sub, _) => "O[l] = f16(f32(A[offs.x]) - f32(B[offs.y]));",
+        (Op::SqDiff, false) => "let d = f32(A[offs.x]) - f32(B[offs.y]);\n    O[l] = f16(d * d);",
+        (Op::SqDiff, true) => "let h = f32(f16(f32(A[offs.x]) - f32(B[offs.y])));\n    O[l] = f16(h * h);",
+    };
+    format!("enable f16;\n{}\n{}", common("f16"), element_main(body))
+}
+
+/// The probe for native float16: `Y[i] = f16(X[i])` and `Z[i] = f32(H[i])`, compared on the
+/// host with the CPU's exact conversions.
+pub const F16_PROBE: &str = r#"
+enable f16;
+@group(0) @binding(0) var<storage, read> X: array<f32>;
+@group(0) @binding(1) var<storage, read_write> Y: array<f16>;
+@group(0) @binding(2) var<storage, read> H: array<f16>;
+@group(0) @binding(3) var<storage, read_write> Z: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i < arrayLength(&X)) {
+        Y[i] = f16(X[i]);
+    }
+    if (i < arrayLength(&H)) {
+        Z[i] = f32(H[i]);
+    }
+}
+"#;
 
 /// An entry point where each invocation computes one element `l`; `body` sees `l` and `offs`.
 fn element_main(body: &str) -> String {
@@ -277,29 +379,38 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 mod tests {
     use super::*;
 
+    fn validate(src: &str, what: &str) {
+        let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
+        let caps = naga::valid::Capabilities::FLOAT64
+            | naga::valid::Capabilities::SHADER_INT64
+            | naga::valid::Capabilities::SHADER_FLOAT16;
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+    }
+
     #[test]
     fn every_supported_kernel_is_valid_wgsl() {
+        let none = Native::default();
+        let all = Native { f16: true, int64: true, f64: true };
         for d in DType::ALL {
             for op in Op::ALL {
                 for half_precision in [false, true] {
                     let sem = Semantics { op, half_precision };
-                    assert_eq!(source(d, sem, false).is_none(), d == DType::F64);
-                    let Some(src) = source(d, sem, true) else { unreachable!() };
-                    let module = naga::front::wgsl::parse_str(&src)
-                        .unwrap_or_else(|e| panic!("{d} {op:?}: {}", e.emit_to_string(&src)));
-                    naga::valid::Validator::new(
-                        naga::valid::ValidationFlags::all(),
-                        naga::valid::Capabilities::FLOAT64,
-                    )
-                    .validate(&module)
-                    .unwrap_or_else(|e| panic!("{d} {op:?}: {e:?}"));
+                    assert_eq!(source(d, sem, none).is_none(), d == DType::F64);
+                    for native in [none, all] {
+                        if let Some(src) = source(d, sem, native) {
+                            validate(&src, &format!("{d} {op:?} {native:?}"));
+                        }
+                    }
                 }
             }
         }
+        validate(F16_PROBE, "f16 probe");
     }
 
     #[test]
     fn params_match_the_wgsl_layout() {
-        assert_eq!(std::mem::size_of::<Params>(), 16 + 3 * 128);
+        assert_eq!(std::mem::size_of::<Params>(), 32 + 3 * 128 + 2 * MAX_INTERVALS * 16);
     }
 }
