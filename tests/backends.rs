@@ -1,6 +1,7 @@
 //! One list of end-to-end cases, run on the CPU backend and on the wgpu backend (with the
 //! adapter's features, again with `TENSOROP_WGPU_EMULATE=1` as on a device without them, and
-//! again with broadcast inputs streamed in windows through tiny chunks), compared bit for bit (NaNs only by position: their payload may differ). Skipped with a printed
+//! again with broadcast inputs streamed in windows through tiny chunks, and with the 64-bit offset
+//! path of huge outputs forced), compared bit for bit (NaNs only by position: their payload may differ). Skipped with a printed
 //! reason when no GPU adapter is found, unless `TENSOROP_REQUIRE_GPU=1` (as CI sets with
 //! lavapipe installed), which turns the skip into a failure.
 
@@ -151,10 +152,12 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
             }
             for v in variants {
                 let args = [&v[..], &["a.npy", "b.npy", "--feature-level", "none", "-q"]].concat();
-                let modes: [(&[(&str, &str)], &str); 3] = [
+                let modes: [(&[(&str, &str)], &str); 4] = [
                     (&[], "native"),
                     (&[("TENSOROP_WGPU_EMULATE", "1")], "emulated"),
                     (&[("TENSOROP_WGPU_RESIDENT_BYTES", "0"), ("TENSOROP_WGPU_CHUNK_BYTES", "16")], "windowed"),
+                    // The 64-bit offset path of outputs with 2^32 elements or more.
+                    (&[("TENSOROP_WGPU_WIDE", "1"), ("TENSOROP_WGPU_CHUNK_BYTES", "16")], "wide"),
                 ];
                 for (env, mode) in modes {
                     let what = format!("{kind} {v:?} shape case {si} ({mode})");
@@ -195,9 +198,13 @@ fn wgpu_streams_many_chunks_in_order() {
             let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q"];
             // 64-byte chunks: hundreds of dispatches, broadcast inputs uploaded once, then
             // streamed in per-chunk windows.
-            for resident in ["33554432", "0"] {
-                let env = [("TENSOROP_WGPU_CHUNK_BYTES", "64"), ("TENSOROP_WGPU_RESIDENT_BYTES", resident)];
-                let what = format!("{kind} {sa:?} - {sb:?}, resident limit {resident}");
+            for (resident, wide) in [("33554432", "0"), ("0", "0"), ("0", "1")] {
+                let env = [
+                    ("TENSOROP_WGPU_CHUNK_BYTES", "64"),
+                    ("TENSOROP_WGPU_RESIDENT_BYTES", resident),
+                    ("TENSOROP_WGPU_WIDE", wide),
+                ];
+                let what = format!("{kind} {sa:?} - {sb:?}, resident limit {resident}, wide {wide}");
                 if let Err(e) = compare_case(dir.root(), &args, size, float, &env, &what) {
                     panic!("{e}");
                 }

@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 /// dtype that needs a feature (SHADER_F64), is then refused.
 pub const EMULATE_ENV: &str = "TENSOROP_WGPU_EMULATE";
 
+/// Environment switch (`1`) forcing the 64-bit offset path that outputs of 2^32 elements or more
+/// take, so tests cover it on small inputs.
+pub const WIDE_ENV: &str = "TENSOROP_WGPU_WIDE";
+
 /// Environment variable selecting the wgpu API (`vulkan`, `metal`, `dx12`, `gl`).
 pub const BACKEND_ENV: &str = "TENSOROP_WGPU_BACKEND";
 
@@ -468,6 +472,9 @@ impl Kernel {
             }
         }
 
+        timing.upload += t.elapsed();
+
+        let t = Instant::now();
         let invocations = params.n.div_ceil(self.per);
         let groups = invocations.div_ceil(WORKGROUP).max(1);
         let max = gpu.limits.max_compute_workgroups_per_dimension.max(1);
@@ -481,9 +488,9 @@ impl Kernel {
             pass.dispatch_workgroups(x, y, 1);
         }
         enc.copy_buffer_to_buffer(&s.out, 0, &s.staging, 0, pad4(out_len));
-        // Submitting flushes the uploads queued above: count it as upload time.
+        // Some drivers (lavapipe) execute work inside submit: count it as compute time.
         let idx = gpu.queue.submit([enc.finish()]);
-        timing.upload += t.elapsed();
+        timing.compute += t.elapsed();
         idx
     }
 
@@ -596,17 +603,29 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     if total == 0 {
         return Ok(stats);
     }
-    u32::try_from(total).map_err(|_| {
-        anyhow!("the wgpu backend handles outputs of up to 2^32 - 1 elements; this one has {total}; use --backend cpu")
-    })?;
     let rank = job.iter.dims.len();
     if rank > MAX_RANK {
         bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
     }
-    // Every offset is below the output's element count, so fits in u32.
-    let to32 = |v: &[u64]| v.iter().map(|&x| x as u32).collect::<Vec<u32>>();
-    let dims = to32(&job.iter.dims);
-    let strides = [to32(&job.iter.strides[0]), to32(&job.iter.strides[1])];
+    // Below 2^32 output elements every index and offset fits in u32; above, the shader adds the
+    // chunk's first coordinates and computes offsets in 64 bits.
+    let wide = total > u64::from(u32::MAX) || std::env::var(WIDE_ENV).is_ok_and(|v| v == "1");
+    let mut dims = Vec::with_capacity(rank);
+    for (k, &d) in job.iter.dims.iter().enumerate() {
+        dims.push(match u32::try_from(d) {
+            Ok(d) => d,
+            // An outermost dimension no input steps through: its coordinate is never used.
+            Err(_) if k == 0 && (0..2).all(|i| job.iter.is_identity(i) || job.iter.strides[i][0] == 0) => u32::MAX,
+            Err(_) => bail!(
+                "the wgpu backend handles dimensions of up to 2^32 - 1 elements after merging; this output has one \
+                 of {d}; use --backend cpu"
+            ),
+        });
+    }
+    let lo = |v: &[u64]| v.iter().map(|&x| x as u32).collect::<Vec<u32>>();
+    let hi = |v: &[u64]| v.iter().map(|&x| (x >> 32) as u32).collect::<Vec<u32>>();
+    let strides = [lo(&job.iter.strides[0]), lo(&job.iter.strides[1])];
+    let strides_hi = [hi(&job.iter.strides[0]), hi(&job.iter.strides[1])];
 
     let native = gpu.native(dtype);
     let max_bind = gpu.limits.max_storage_buffer_binding_size.min(gpu.limits.max_buffer_size);
@@ -615,7 +634,8 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     let limit = env_u64(CHUNK_ENV).unwrap_or(MAX_CHUNK_BYTES);
     let chunk = (max_bind.min(limit.max(16)) / es).min(grid * per).min(total) / 4 * 4;
     let chunk = chunk.max(4.min(total));
-    let resident_limit = env_u64(RESIDENT_ENV).unwrap_or(RESIDENT_BYTES).min(max_bind);
+    // Resident inputs are indexed with the low word of the offset.
+    let resident_limit = env_u64(RESIDENT_ENV).unwrap_or(RESIDENT_BYTES).min(max_bind).min(u64::from(u32::MAX));
 
     let t = Instant::now();
     let mut feeds = Vec::with_capacity(2);
@@ -658,6 +678,15 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
         let n = chunk.min(total - start);
         let mut params = Params::zeroed_with(n as u32, start as u32, &dims, [&strides[0], &strides[1]], chunk_local);
         params.windowed = windowed;
+        if wide {
+            params.wide = 1;
+            params.base = 0;
+            for (k, c) in job.iter.unravel(start).into_iter().enumerate() {
+                params.base_coords[k] = if dims[k] == u32::MAX { 0 } else { c as u32 };
+                params.strides_hi[0][k] = strides_hi[0][k];
+                params.strides_hi[1][k] = strides_hi[1][k];
+            }
+        }
         let t = Instant::now();
         let mut data: [Option<&[u8]>; 2] = [None, None];
         for (i, (h, slot_data)) in host.iter_mut().zip(data.iter_mut()).enumerate() {
@@ -672,7 +701,7 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
                     params.interval_count[i] = iv.len() as u32;
                     let mut at = 0u64;
                     for (k, &(lo, hi)) in iv.iter().enumerate() {
-                        params.intervals[i][k] = [lo as u32, 0, at as u32, 0];
+                        params.intervals[i][k] = [lo as u32, (lo >> 32) as u32, at as u32, 0];
                         at += hi - lo + 1;
                     }
                     iv.iter().map(|&(lo, hi)| (lo, hi - lo + 1)).collect()

@@ -43,7 +43,7 @@ pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
     }
 }
 
-/// The uniform block, as the host fills it (2592 bytes).
+/// The uniform block, as the host fills it (2976 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
@@ -58,11 +58,18 @@ pub struct Params {
     pub windowed: u32,
     /// Number of intervals used in `intervals[i]`.
     pub interval_count: [u32; 2],
-    pub pad: u32,
+    /// 1: offsets are computed in 64 bits from `base_coords` (outputs of 2^32 elements or more).
+    pub wide: u32,
     pub dims: [u32; MAX_RANK],
+    /// Low words of the element strides.
     pub strides_a: [u32; MAX_RANK],
     pub strides_b: [u32; MAX_RANK],
-    /// Per input: `(first input offset, unused, position in the uploaded buffer, unused)`, sorted.
+    /// With `wide`: the multi-index of the chunk's first element.
+    pub base_coords: [u32; MAX_RANK],
+    /// With `wide`: high words of the element strides.
+    pub strides_hi: [[u32; MAX_RANK]; 2],
+    /// Per input: `(first input offset, low and high word; position in the uploaded buffer;
+    /// unused)`, sorted.
     pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
 }
 
@@ -75,10 +82,13 @@ struct Params {
     windowed: u32,
     count_a: u32,
     count_b: u32,
-    pad: u32,
+    wide: u32,
     dims: array<vec4<u32>, 8>,
     sa: array<vec4<u32>, 8>,
     sb: array<vec4<u32>, 8>,
+    bc: array<vec4<u32>, 8>,
+    sah: array<vec4<u32>, 8>,
+    sbh: array<vec4<u32>, 8>,
     ia: array<vec4<u32>, NINTERVALS>,
     ib: array<vec4<u32>, NINTERVALS>,
 }
@@ -93,39 +103,93 @@ fn offsets(l: u32) -> vec2<u32> {
     var oa = l;
     var ob = l;
     if (p.chunk_local != 3u) {
-        var rem = p.base + l;
-        var xa = 0u;
-        var xb = 0u;
-        for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
-            let q = u32(k) >> 2u;
-            let r = u32(k) & 3u;
-            let d = p.dims[q][r];
-            let i = rem % d;
-            rem = rem / d;
-            xa = xa + i * p.sa[q][r];
-            xb = xb + i * p.sb[q][r];
+        var xa = vec2<u32>(0u, 0u);
+        var xb = vec2<u32>(0u, 0u);
+        if (p.wide == 0u) {
+            // Flat output index and every offset fit in u32.
+            var rem = p.base + l;
+            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+                let q = u32(k) >> 2u;
+                let r = u32(k) & 3u;
+                let d = p.dims[q][r];
+                let i = rem % d;
+                rem = rem / d;
+                xa.x = xa.x + i * p.sa[q][r];
+                xb.x = xb.x + i * p.sb[q][r];
+            }
+        } else {
+            // Outputs of 2^32 elements or more: the chunk's first coordinates plus l's, with
+            // carries, and 64-bit offsets.
+            var rem = l;
+            var carry = 0u;
+            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+                let q = u32(k) >> 2u;
+                let r = u32(k) & 3u;
+                let d = p.dims[q][r];
+                let base = p.bc[q][r];
+                let t = base + rem % d;
+                rem = rem / d;
+                let t2 = t + carry;
+                var c = t2;
+                carry = 0u;
+                if (t < base || t2 < t || t2 >= d) {
+                    c = t2 - d;
+                    carry = 1u;
+                }
+                xa = add64(xa, mul64(c, vec2<u32>(p.sa[q][r], p.sah[q][r])));
+                xb = add64(xb, mul64(c, vec2<u32>(p.sb[q][r], p.sbh[q][r])));
+            }
         }
         if ((p.chunk_local & 1u) == 0u) {
-            oa = xa;
+            oa = xa.x;
             if ((p.windowed & 1u) != 0u) { oa = window_a(xa); }
         }
         if ((p.chunk_local & 2u) == 0u) {
-            ob = xb;
+            ob = xb.x;
             if ((p.windowed & 2u) != 0u) { ob = window_b(xb); }
         }
     }
     return vec2<u32>(oa, ob);
 }
 
-// Position in the uploaded window of input offset x: the last interval starting at or before x.
-fn window_a(x: u32) -> u32 {
+// The full 64-bit product of two u32, from 16-bit limbs.
+fn mul32(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    let lo = (p00 & 0xffffu) | (mid << 16u);
+    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+    return vec2<u32>(lo, hi);
+}
+
+// c * s modulo 2^64.
+fn mul64(c: u32, s: vec2<u32>) -> vec2<u32> {
+    let ll = mul32(c, s.x);
+    return vec2<u32>(ll.x, ll.y + c * s.y);
+}
+
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let lo = a.x + b.x;
+    return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+// Position in the uploaded window of 64-bit input offset x: the last interval starting at or
+// before x.
+fn window_a(x: vec2<u32>) -> u32 {
     var lo = 0u;
     var hi = p.count_a;
     while (hi - lo > 1u) {
         let mid = (lo + hi) / 2u;
-        if (p.ia[mid].x <= x) { lo = mid; } else { hi = mid; }
+        let iv = p.ia[mid];
+        if (iv.y < x.y || (iv.y == x.y && iv.x <= x.x)) { lo = mid; } else { hi = mid; }
     }
-    return p.ia[lo].z + (x - p.ia[lo].x);
+    return p.ia[lo].z + (x.x - p.ia[lo].x);
 }
 "#;
 
@@ -182,22 +246,6 @@ fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let lo = a.x - b.x;
     let borrow = select(0u, 1u, a.x < b.x);
     return vec2<u32>(lo, a.y - b.y - borrow);
-}
-
-// The full 64-bit product of two u32, from 16-bit limbs.
-fn mul32(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xffffu;
-    let a1 = a >> 16u;
-    let b0 = b & 0xffffu;
-    let b1 = b >> 16u;
-    let p00 = a0 * b0;
-    let p01 = a0 * b1;
-    let p10 = a1 * b0;
-    let p11 = a1 * b1;
-    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-    let lo = (p00 & 0xffffu) | (mid << 16u);
-    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
-    return vec2<u32>(lo, hi);
 }
 
 // d * d modulo 2^64.
@@ -411,6 +459,6 @@ mod tests {
 
     #[test]
     fn params_match_the_wgsl_layout() {
-        assert_eq!(std::mem::size_of::<Params>(), 32 + 3 * 128 + 2 * MAX_INTERVALS * 16);
+        assert_eq!(std::mem::size_of::<Params>(), 32 + 6 * 128 + 2 * MAX_INTERVALS * 16);
     }
 }
