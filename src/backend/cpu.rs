@@ -1,8 +1,9 @@
 //! The CPU backend, tensorop's reference: the output is cut into chunks that worker threads
 //! compute independently, each reading just the input elements it needs with positional reads,
 //! while the calling thread writes finished chunks in order. Memory is a fixed number of
-//! chunk-sized buffers, whatever the size of the inputs; only inputs that are small, or stored
-//! in Fortran order with several non-unit dimensions, are loaded whole.
+//! chunk-sized buffers, whatever the size of the inputs; only small inputs that are not read in
+//! output order are loaded whole (large Fortran-order inputs arrive here already copied in C
+//! order, see [`crate::npy::fortran`]).
 
 use crate::backend::{Job, Stats};
 use crate::dtype::Element;

@@ -72,8 +72,16 @@ impl NpyInput {
     /// Reads `out.len()` elements starting at element `start` of the data region (storage
     /// order), in the machine's byte order.
     pub fn read_into<T: Element>(&self, start: u64, out: &mut [T]) -> Result<()> {
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
-        let offset = self.data_start + start * std::mem::size_of::<T>() as u64;
+        self.read_raw(start * std::mem::size_of::<T>() as u64, bytemuck::cast_slice_mut(out))?;
+        if self.header.byte_order.needs_swap() {
+            out.iter_mut().for_each(|x| *x = x.swap_bytes());
+        }
+        Ok(())
+    }
+
+    /// Reads `bytes.len()` bytes of the data region from byte `at`, as stored.
+    pub fn read_raw(&self, at: u64, bytes: &mut [u8]) -> Result<()> {
+        let offset = self.data_start + at;
         self.file.read_exact_at(bytes, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 anyhow::anyhow!(
@@ -84,11 +92,15 @@ impl NpyInput {
             } else {
                 anyhow::Error::new(e).context("read failed")
             }
-        })?;
-        if self.header.byte_order.needs_swap() {
-            out.iter_mut().for_each(|x| *x = x.swap_bytes());
-        }
-        Ok(())
+        })
+    }
+
+    /// This input with its data replaced by `file`, which holds the same elements in C order
+    /// from offset 0 (see [`crate::npy::fortran`]).
+    pub fn with_c_order_data(&self, file: File) -> NpyInput {
+        let mut header = self.header.clone();
+        header.fortran_order = false;
+        NpyInput { label: self.label.clone(), header, file, data_start: 0, bytes_read: self.bytes_read }
     }
 }
 
