@@ -176,14 +176,13 @@ impl Arith for f16 {
         f16::from_f32(f32_sqdiff_half(a.to_f32(), b.to_f32()))
     }
 
-    /// On x86-64 with F16C and AVX2 (detected once), a fused kernel converts 8 elements at a time
-    /// to float32, computes and converts back with round-to-nearest-even ([`f16_x86`]).
-    /// Elsewhere, converts blocks to float32 with `half`'s slice conversions, computes with the
-    /// same scalar functions as [`Arith::sub`] etc., and converts back.
+    /// On x86-64 with F16C and AVX (detected once, [`f16_x86::available`]), one fused pass: 8 or
+    /// 16 elements at a time are widened to float32, computed and rounded back to nearest even
+    /// ([`f16_x86`]). Elsewhere, [`f16_blocks`].
     fn apply_slices(sem: Semantics, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
         #[cfg(target_arch = "x86_64")]
         if f16_x86::available() {
-            // SAFETY: the CPU has AVX2 and F16C, checked at run time.
+            // SAFETY: `available` has checked at run time that the CPU has AVX and F16C.
             unsafe { f16_x86::apply(sem, out, a, b) };
             return;
         }
@@ -191,124 +190,198 @@ impl Arith for f16 {
     }
 }
 
-/// The portable float16 kernel: block conversions through `half`.
+/// The portable float16 kernel: converts blocks to float32 with `half`'s slice conversions,
+/// computes with the same scalar functions as [`Arith::sub`] etc., and converts back.
 fn f16_blocks(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
-    {
-        const BLOCK: usize = 1024;
-        let mut fa = [0f32; BLOCK];
-        let mut fb = [0f32; BLOCK];
-        let mut start = 0;
-        while start < out.len() {
-            let n = BLOCK.min(out.len() - start);
-            let fa = widen(a, start, &mut fa[..n]);
-            let fb = widen(b, start, &mut fb[..n]);
-            let res = &mut [0f32; BLOCK][..n];
-            // Each arm passes a fn item (not a fn pointer) so the loop is inlined and vectorised.
-            match (sem.op, sem.half_precision) {
-                (Op::Sub, _) => map2(res, fa, fb, f32_sub),
-                (Op::SqDiff, false) => map2(res, fa, fb, f32_sqdiff),
-                (Op::SqDiff, true) => map2(res, fa, fb, f32_sqdiff_half),
-            }
-            out[start..start + n].convert_from_f32_slice(res);
-            start += n;
+    const BLOCK: usize = 1024;
+    let mut fa = [0f32; BLOCK];
+    let mut fb = [0f32; BLOCK];
+    let mut start = 0;
+    while start < out.len() {
+        let n = BLOCK.min(out.len() - start);
+        let fa = widen(a, start, &mut fa[..n]);
+        let fb = widen(b, start, &mut fb[..n]);
+        let res = &mut [0f32; BLOCK][..n];
+        // Each arm passes a fn item (not a fn pointer) so the loop is inlined and vectorised.
+        match (sem.op, sem.half_precision) {
+            (Op::Sub, _) => map2(res, fa, fb, f32_sub),
+            (Op::SqDiff, false) => map2(res, fa, fb, f32_sqdiff),
+            (Op::SqDiff, true) => map2(res, fa, fb, f32_sqdiff_half),
         }
+        out[start..start + n].convert_from_f32_slice(res);
+        start += n;
     }
 }
 
-/// float16 kernels with x86-64's F16C conversions: 8 elements per step, computed in float32 exactly
-/// as [`Arith for f16`](Arith) says (no fused multiply-add; the `--half-precision` difference
-/// rounded to float16 and back), stored rounded to nearest even. F16C keeps subnormals and
-/// produces infinities and NaNs as IEEE conversions do.
+/// float16 kernels on x86-64 with F16C: one pass that loads 8 float16 values per operand, widens
+/// them with `vcvtph2ps`, computes in float32 exactly as [`Arith for f16`](Arith) does (a separate
+/// subtract and multiply, never a fused multiply-add; with `--half-precision` the difference is
+/// rounded to float16 and widened again) and stores the result rounded to nearest even with
+/// `vcvtps2ph`. Both conversions are exact IEEE conversions: subnormals are kept (neither MXCSR's
+/// flush-to-zero nor denormals-are-zero applies to them), overflow gives infinity, and a NaN
+/// keeps its sign and the top payload bits with the quiet bit set, as `half`'s conversions do; the
+/// tests check every float16 input bit for bit against the scalar functions.
 #[cfg(target_arch = "x86_64")]
 mod f16_x86 {
     use super::{f16, Op, Operand, Semantics};
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU8, Ordering};
 
-    /// Round to nearest even, not MXCSR's mode (the immediate has 3 bits: no exception flag).
+    /// `vcvtps2ph`'s immediate: round to nearest even, ignoring MXCSR.RC. (Rust's intrinsic takes
+    /// 3 bits only, so `_MM_FROUND_NO_EXC` cannot be or-ed in; the conversion raises no fault
+    /// either way, as every SIMD exception is masked.)
     const RNE: i32 = _MM_FROUND_TO_NEAREST_INT;
 
-    /// Whether this CPU has AVX2 and F16C (detected once).
-    pub fn available() -> bool {
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"))
-    }
+    const SUB: u8 = 0;
+    const SQDIFF: u8 = 1;
+    const SQDIFF_HALF: u8 = 2;
 
-    /// Computes `out[i] = op(a[i], b[i])` for float16.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and F16C ([`available`]).
-    #[target_feature(enable = "avx2,f16c")]
-    pub unsafe fn apply(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
-        match (sem.op, sem.half_precision) {
-            (Op::Sub, _) => sub(out, a, b),
-            (Op::SqDiff, false) => sqdiff(out, a, b),
-            (Op::SqDiff, true) => sqdiff_half(out, a, b),
+    /// Whether this CPU has AVX and F16C: detected on the first call, then one relaxed load.
+    pub fn available() -> bool {
+        // 0: not yet detected, 1: no, 2: yes. A race only repeats the detection.
+        static HAS: AtomicU8 = AtomicU8::new(0);
+        match HAS.load(Ordering::Relaxed) {
+            0 => {
+                let has = is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c");
+                HAS.store(if has { 2 } else { 1 }, Ordering::Relaxed);
+                has
+            }
+            v => v == 2,
         }
     }
 
-    macro_rules! kernel {
-        ($name:ident, |$x:ident, $y:ident| $body:expr) => {
-            #[target_feature(enable = "avx2,f16c")]
-            unsafe fn $name(out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
-                #[inline(always)]
-                unsafe fn op($x: __m256, $y: __m256) -> __m256 {
-                    $body
-                }
-                // 8 float16 values from `src` at `i`, or the broadcast value.
-                #[inline(always)]
-                unsafe fn load(v: &Operand<'_, f16>, i: usize, splat: __m256) -> __m256 {
-                    match v {
-                        // SAFETY: the caller keeps i + 8 <= len; unaligned 16-byte load.
-                        Operand::Slice(s) => _mm256_cvtph_ps(_mm_loadu_si128(s.as_ptr().add(i).cast())),
-                        Operand::Scalar(_) => splat,
-                    }
-                }
-                let splat = |v: &Operand<'_, f16>| match v {
-                    Operand::Scalar(x) => _mm256_set1_ps(x.to_f32()),
-                    Operand::Slice(_) => _mm256_setzero_ps(),
-                };
-                let (sa, sb) = (splat(&a), splat(&b));
-                let n = out.len();
-                let mut i = 0;
-                while i + 8 <= n {
-                    let r = op(load(&a, i, sa), load(&b, i, sb));
-                    // SAFETY: i + 8 <= out.len(); unaligned 16-byte store.
-                    _mm_storeu_si128(out.as_mut_ptr().add(i).cast(), _mm256_cvtps_ph::<RNE>(r));
-                    i += 8;
-                }
-                if i < n {
-                    // The tail through 8-element buffers, with the same instructions.
-                    let m = n - i;
-                    let pad = |v: &Operand<'_, f16>| {
-                        let mut buf = [f16::ZERO; 8];
-                        if let Operand::Slice(s) = v {
-                            buf[..m].copy_from_slice(&s[i..n]);
-                        }
-                        buf
-                    };
-                    let (ta, tb) = (pad(&a), pad(&b));
-                    let (la, lb) = (Operand::Slice(&ta[..]), Operand::Slice(&tb[..]));
-                    let va = if matches!(a, Operand::Scalar(_)) { sa } else { load(&la, 0, sa) };
-                    let vb = if matches!(b, Operand::Scalar(_)) { sb } else { load(&lb, 0, sb) };
-                    let mut res = [f16::ZERO; 8];
-                    // SAFETY: res holds 8 elements.
-                    _mm_storeu_si128(res.as_mut_ptr().cast(), _mm256_cvtps_ph::<RNE>(op(va, vb)));
-                    out[i..].copy_from_slice(&res[..m]);
-                }
-            }
-        };
+    /// Computes `out[i] = op(a[i], b[i])` for float16 over `min(out.len(), a.len(), b.len())`
+    /// elements of the slices (as `map2`'s zips do).
+    ///
+    /// # Safety
+    /// The CPU must have AVX and F16C ([`available`]).
+    #[target_feature(enable = "avx,f16c")]
+    pub unsafe fn apply(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
+        match (sem.op, sem.half_precision) {
+            (Op::Sub, _) => forms::<SUB>(out, a, b),
+            (Op::SqDiff, false) => forms::<SQDIFF>(out, a, b),
+            (Op::SqDiff, true) => forms::<SQDIFF_HALF>(out, a, b),
+        }
     }
 
-    kernel!(sub, |x, y| _mm256_sub_ps(x, y));
-    kernel!(sqdiff, |x, y| {
+    /// One loop per operand form, so the loads of a broadcast operand leave the loop.
+    ///
+    /// # Safety
+    /// As [`apply`].
+    #[inline]
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn forms<const OP: u8>(out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
+        let none = std::ptr::null();
+        match (a, b) {
+            (Operand::Slice(a), Operand::Slice(b)) => {
+                let n = out.len().min(a.len()).min(b.len());
+                let zero = _mm256_setzero_ps();
+                // SAFETY: `a` and `b` hold at least `n` elements each.
+                run::<OP, false, false>(&mut out[..n], a.as_ptr(), b.as_ptr(), zero, zero);
+            }
+            (Operand::Slice(a), Operand::Scalar(y)) => {
+                let n = out.len().min(a.len());
+                // SAFETY: `a` holds at least `n` elements; `b` is not read.
+                run::<OP, false, true>(&mut out[..n], a.as_ptr(), none, _mm256_setzero_ps(), splat(y));
+            }
+            (Operand::Scalar(x), Operand::Slice(b)) => {
+                let n = out.len().min(b.len());
+                // SAFETY: `b` holds at least `n` elements; `a` is not read.
+                run::<OP, true, false>(&mut out[..n], none, b.as_ptr(), splat(x), _mm256_setzero_ps());
+            }
+            (Operand::Scalar(x), Operand::Scalar(y)) => {
+                let r = _mm256_cvtps_ph::<RNE>(op::<OP>(splat(x), splat(y)));
+                out.fill(f16::from_bits(_mm_extract_epi16::<0>(r) as u16));
+            }
+        }
+    }
+
+    /// `x` widened into all 8 lanes.
+    #[inline]
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn splat(x: f16) -> __m256 {
+        _mm256_cvtph_ps(_mm_set1_epi16(x.to_bits() as i16))
+    }
+
+    /// The operator on 8 float32 lanes, rounding as the scalar functions do.
+    #[inline]
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn op<const OP: u8>(x: __m256, y: __m256) -> __m256 {
         let d = _mm256_sub_ps(x, y);
-        _mm256_mul_ps(d, d)
-    });
-    kernel!(sqdiff_half, |x, y| {
-        let h = _mm256_cvtph_ps(_mm256_cvtps_ph::<RNE>(_mm256_sub_ps(x, y)));
-        _mm256_mul_ps(h, h)
-    });
+        match OP {
+            SUB => d,
+            SQDIFF => _mm256_mul_ps(d, d),
+            _ => {
+                let h = _mm256_cvtph_ps(_mm256_cvtps_ph::<RNE>(d));
+                _mm256_mul_ps(h, h)
+            }
+        }
+    }
+
+    /// 8 results: elements `i..i + 8` of `a` and `b` (or the splats, for a broadcast operand)
+    /// widened, computed, and stored rounded to float16 at `o`.
+    ///
+    /// # Safety
+    /// `a.add(i)` (unless `SA`), `b.add(i)` (unless `SB`) must be readable for 8 elements and `o`
+    /// writable for 8 elements.
+    #[inline]
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn step8<const OP: u8, const SA: bool, const SB: bool>(
+        o: *mut f16,
+        a: *const f16,
+        b: *const f16,
+        i: usize,
+        sa: __m256,
+        sb: __m256,
+    ) {
+        let x = if SA { sa } else { _mm256_cvtph_ps(_mm_loadu_si128(a.add(i).cast())) };
+        let y = if SB { sb } else { _mm256_cvtph_ps(_mm_loadu_si128(b.add(i).cast())) };
+        _mm_storeu_si128(o.cast(), _mm256_cvtps_ph::<RNE>(op::<OP>(x, y)));
+    }
+
+    /// The loop over `out`: 16 elements per iteration, then 8, then the last 0-7 through
+    /// 8-element buffers with the same instructions.
+    ///
+    /// # Safety
+    /// Unless `SA` (`SB`), `a` (`b`) must be readable for `out.len()` elements; a broadcast
+    /// operand's pointer is never read, its value is `sa` (`sb`).
+    #[inline]
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn run<const OP: u8, const SA: bool, const SB: bool>(
+        out: &mut [f16],
+        a: *const f16,
+        b: *const f16,
+        sa: __m256,
+        sb: __m256,
+    ) {
+        let n = out.len();
+        let o = out.as_mut_ptr();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: i + 16 <= n, within every slice read or written.
+            step8::<OP, SA, SB>(o.add(i), a, b, i, sa, sb);
+            step8::<OP, SA, SB>(o.add(i + 8), a, b, i + 8, sa, sb);
+            i += 16;
+        }
+        if i + 8 <= n {
+            // SAFETY: i + 8 <= n.
+            step8::<OP, SA, SB>(o.add(i), a, b, i, sa, sb);
+            i += 8;
+        }
+        let m = n - i;
+        if m > 0 {
+            let (mut ta, mut tb, mut to) = ([f16::ZERO; 8], [f16::ZERO; 8], [f16::ZERO; 8]);
+            // SAFETY: m < 8 elements from i < n, within the slices read; the buffers hold 8.
+            if !SA {
+                std::ptr::copy_nonoverlapping(a.add(i), ta.as_mut_ptr(), m);
+            }
+            if !SB {
+                std::ptr::copy_nonoverlapping(b.add(i), tb.as_mut_ptr(), m);
+            }
+            step8::<OP, SA, SB>(to.as_mut_ptr(), ta.as_ptr(), tb.as_ptr(), 0, sa, sb);
+            out[i..].copy_from_slice(&to[..m]);
+        }
+    }
 }
 
 /// Widens `n = buf.len()` float16 operand values starting at `start` into `buf`.
@@ -351,61 +424,117 @@ mod tests {
     const SQ: Semantics = Semantics { op: Op::SqDiff, half_precision: false };
     const SQH: Semantics = Semantics { op: Op::SqDiff, half_precision: true };
 
-    /// Identical bits, or NaN in both (the contract leaves NaN payloads free).
-    fn same_f16(x: f16, y: f16) -> bool {
-        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+    /// The float16 reference computed with `half`'s software conversions only (`*_const`), so
+    /// that it does not depend on the CPU features `half` detects for `to_f32`/`from_f32`.
+    fn soft_f16(sem: Semantics, a: f16, b: f16) -> f16 {
+        let (x, y) = (a.to_f32_const(), b.to_f32_const());
+        let r = match (sem.op, sem.half_precision) {
+            (Op::Sub, _) => x - y,
+            (Op::SqDiff, false) => (x - y) * (x - y),
+            (Op::SqDiff, true) => {
+                let h = f16::from_f32_const(x - y).to_f32_const();
+                h * h
+            }
+        };
+        f16::from_f32_const(r)
+    }
+
+    /// Every float16 value as `a` or `b` against these: signed zeros, ±1, subnormals (smallest,
+    /// largest, a middle one), the smallest normals, the largest finite values, infinities, quiet
+    /// and signalling NaNs of both signs with several payloads, values whose differences and
+    /// squares fall on or next to float16 rounding ties, overflow when squared, and arbitrary ones.
+    const INTERESTING_F16: [u16; 44] = [
+        0x0000, 0x8000, 0x3c00, 0xbc00, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x8400, 0x0401, 0x7bff, 0xfbff,
+        0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7d00, 0xfc01, 0x7fff, 0xfdff, 0x3c01, 0x3bff, 0x4000, 0x1000, 0x1400,
+        0x6800, 0x6801, 0x5bff, 0x5c00, 0x57ff, 0x5800, 0x2e66, 0xc4d2, 0x3555, 0xb555, 0x7000, 0xf000, 0x2000, 0x1c00,
+        0x0010, 0xabcd,
+    ];
+
+    fn check_f16(what: &str, got: &[f16], want: impl Fn(usize) -> f16) {
+        for (i, g) in got.iter().enumerate() {
+            let w = want(i);
+            assert_eq!(g.to_bits(), w.to_bits(), "{what} at {i}: got {:#06x}, want {:#06x}", g.to_bits(), w.to_bits());
+        }
+    }
+
+    /// Runs one float16 kernel: the dispatched one (`Semantics::apply`, the F16C kernel where the
+    /// CPU has it) or the portable block kernel.
+    type F16Kernel = fn(Semantics, &mut [f16], Operand<'_, f16>, Operand<'_, f16>);
+    const F16_KERNELS: [(&str, F16Kernel); 2] =
+        [("dispatched", |s, o, a, b| s.apply(o, a, b)), ("blocks", |s, o, a, b| f16_blocks(s, o, a, b))];
+
+    #[test]
+    fn float16_scalar_reference_matches_software_conversions_bit_for_bit() {
+        for sem in [SUB, SQ, SQH] {
+            for a in 0..=u16::MAX {
+                for &b in &INTERESTING_F16 {
+                    let (a, b) = (f16::from_bits(a), f16::from_bits(b));
+                    for (x, y) in [(a, b), (b, a)] {
+                        let (got, want) = (sem.scalar(x, y), soft_f16(sem, x, y));
+                        assert_eq!(got.to_bits(), want.to_bits(), "{sem:?} {:#06x} {:#06x}", x.to_bits(), y.to_bits());
+                    }
+                }
+            }
+        }
     }
 
     #[test]
-    fn float16_kernel_matches_the_scalar_reference_for_every_a() {
-        // Every float16 value as `a` against values that stress rounding, subnormals, overflow,
-        // signed zeros and NaNs as `b`, through every operand form and tail length.
+    fn float16_kernels_match_the_scalar_reference_bit_for_bit() {
+        #[cfg(target_arch = "x86_64")]
+        eprintln!("F16C kernel available: {}", f16_x86::available());
         let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
-        let bs: Vec<f16> = [
-            0x0000, 0x8000, 0x3c00, 0xbc00, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00,
-            0x7c01, 0x7d00, 0xfc01, 0x3c01, 0x4000, 0x5bff, 0x6800, 0x1000, 0x2e66, 0xc4d2, 0x57ff, 0x5800, 0x0200,
-            0x3555, 0xb555, 0x7000, 0xf000, 0x2000, 0x4248, 0x1c00, 0x0010, 0x43ff, 0xd3ff, 0x7a00, 0x0401, 0x3bff,
-            0xabcd,
-        ]
-        .into_iter()
-        .map(f16::from_bits)
-        .collect();
-        for sem in [SUB, SQ, SQH] {
-            for &b in &bs {
-                let want: Vec<f16> = all.iter().map(|&a| sem.scalar(a, b)).collect();
-                let bv = vec![b; all.len()];
+        for (name, kernel) in F16_KERNELS {
+            for sem in [SUB, SQ, SQH] {
                 let mut got = vec![f16::ZERO; all.len()];
-                for (form, (oa, ob)) in [
-                    (Operand::Slice(&all[..]), Operand::Slice(&bv[..])),
-                    (Operand::Slice(&all[..]), Operand::Scalar(b)),
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    sem.apply(&mut got, oa, ob);
-                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                        assert!(
-                            same_f16(*g, *w),
-                            "{sem:?} form {form}: a={i:#06x} b={:#06x}: {g:?} vs {w:?}",
-                            b.to_bits()
-                        );
+                for b in INTERESTING_F16.map(f16::from_bits) {
+                    let bv = vec![b; all.len()];
+                    let what = format!("{name} {sem:?} b={:#06x}", b.to_bits());
+                    kernel(sem, &mut got, Operand::Slice(&all), Operand::Slice(&bv));
+                    check_f16(&format!("{what} slice-slice"), &got, |i| sem.scalar(all[i], b));
+                    kernel(sem, &mut got, Operand::Slice(&all), Operand::Scalar(b));
+                    check_f16(&format!("{what} slice-scalar"), &got, |i| sem.scalar(all[i], b));
+                    kernel(sem, &mut got, Operand::Slice(&bv), Operand::Slice(&all));
+                    check_f16(&format!("{what} reversed slice-slice"), &got, |i| sem.scalar(b, all[i]));
+                    kernel(sem, &mut got, Operand::Scalar(b), Operand::Slice(&all));
+                    check_f16(&format!("{what} scalar-slice"), &got, |i| sem.scalar(b, all[i]));
+                    for a in INTERESTING_F16.map(f16::from_bits) {
+                        let mut one = [f16::ZERO; 19];
+                        kernel(sem, &mut one, Operand::Scalar(a), Operand::Scalar(b));
+                        check_f16(&format!("{what} scalar-scalar a={:#06x}", a.to_bits()), &one, |_| sem.scalar(a, b));
                     }
                 }
-                // b - a with a scalar first operand.
-                sem.apply(&mut got, Operand::Scalar(b), Operand::Slice(&all[..]));
-                for (i, g) in got.iter().enumerate() {
-                    let w = sem.scalar(b, all[i]);
-                    assert!(same_f16(*g, w), "{sem:?}: a={:#06x} b={i:#06x}: {g:?} vs {w:?}", b.to_bits());
-                }
             }
-            // Tails: every length up to 37, at every alignment of the slices.
-            for len in 0..38 {
-                for off in 0..3 {
-                    let (a, b) = (&all[1000 + off..1000 + off + len], &all[40000..40000 + len]);
-                    let mut got = vec![f16::ZERO; len];
-                    sem.apply(&mut got, Operand::Slice(a), Operand::Slice(b));
-                    for i in 0..len {
-                        assert!(same_f16(got[i], sem.scalar(a[i], b[i])), "{sem:?} len {len} off {off} at {i}");
+        }
+    }
+
+    /// Two operands and the expected result at each index.
+    type F16Form<'a> = (Operand<'a, f16>, Operand<'a, f16>, &'a dyn Fn(usize) -> f16);
+
+    #[test]
+    fn float16_kernels_handle_every_tail_length_and_alignment() {
+        // Lengths 0..=37 and one long run, at three alignments, in every operand form; each
+        // output is prefilled so that a kernel writing past its end or skipping an element fails.
+        let all: Vec<f16> = (0..=u16::MAX).map(|i| f16::from_bits(i.wrapping_mul(40503))).collect();
+        let canary = f16::from_bits(0x7c3f);
+        for (name, kernel) in F16_KERNELS {
+            for sem in [SUB, SQ, SQH] {
+                for len in (0..38).chain([1001]) {
+                    for off in 0..3 {
+                        let a = &all[1000 + off..1000 + off + len];
+                        let b = &all[40000 + 2 * off..40000 + 2 * off + len];
+                        let (x, y) = (all[7], all[60001]);
+                        let forms: [F16Form<'_>; 4] = [
+                            (Operand::Slice(a), Operand::Slice(b), &|i| sem.scalar(a[i], b[i])),
+                            (Operand::Slice(a), Operand::Scalar(y), &|i| sem.scalar(a[i], y)),
+                            (Operand::Scalar(x), Operand::Slice(b), &|i| sem.scalar(x, b[i])),
+                            (Operand::Scalar(x), Operand::Scalar(y), &|_| sem.scalar(x, y)),
+                        ];
+                        for (form, (oa, ob, want)) in forms.into_iter().enumerate() {
+                            let mut out = vec![canary; len + 1];
+                            kernel(sem, &mut out[..len], oa, ob);
+                            check_f16(&format!("{name} {sem:?} len {len} off {off} form {form}"), &out[..len], want);
+                            assert_eq!(out[len].to_bits(), canary.to_bits(), "wrote past the end");
+                        }
                     }
                 }
             }
