@@ -12,7 +12,8 @@ use crate::progress::Progress;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, Timings, Tool};
 use crate::shape::{view_strides, Iteration};
 use crate::spec::checks::{validate, TensorSpec};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Fortran-order inputs up to this size are left to the backends, which hold them whole (the
@@ -147,12 +148,21 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     if cfg.dry_run {
         return Ok(Outcome::Ok);
     }
+    let header = encode_header(dtype, &out_shape);
+    let out_bytes = crate::shape::element_count(&out_shape)
+        .and_then(|n| n.checked_mul(dtype.size() as u64))
+        .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
+    // Before any work: an output file its filesystem cannot hold is refused now, not after
+    // minutes of writing (the feature levels cap outputs at 2^32 - 1 elements, `none` does not).
+    if let OutputTarget::File(p) = &cfg.output {
+        check_free_space(p, out_bytes.saturating_add(header.len() as u64))?;
+    }
     // A large Fortran-order input is copied once in C order, so every backend streams it with
     // bounded memory instead of holding it whole; the report keeps describing the file as given.
     let t = Instant::now();
     let copies = [a, b].map(|x| {
         (fortran::is_strided_fortran(x) && x.header.data_bytes > FORTRAN_RESIDENT_BYTES)
-            .then(|| fortran::c_order_copy(x).with_context(|| format!("input {}", x.label)))
+            .then(|| fortran::c_order_copy(x).with_context(|| format!("cannot copy input {} to C order", x.label)))
             .transpose()
     });
     let [ca, cb] = copies;
@@ -175,9 +185,6 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
             Some(gpu)
         }
     };
-    let out_bytes = crate::shape::element_count(&out_shape)
-        .and_then(|n| n.checked_mul(dtype.size() as u64))
-        .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
 
     // Stream the result into the sink.
     let t = Instant::now();
@@ -185,7 +192,6 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
         OutputTarget::Stdout => Sink::stdout()?,
         OutputTarget::File(p) => Sink::create_file(p).with_context(|| format!("output {}", p.display()))?,
     };
-    let header = encode_header(dtype, &out_shape);
     let mut written = header.len() as u64;
     let out_label = cfg.output.label();
     let write_ctx = || format!("output {out_label}");
@@ -193,8 +199,10 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     let mut progress = Progress::new(cfg.progress, out_bytes);
     let job = Job { sem: cfg.sem, dtype, iter, inputs: [a, b], threads: cfg.threads };
     let mut data_written = 0u64;
+    // Only write failures are the output's; a backend's errors (an input that shrank, a GPU
+    // that failed) name their own cause.
     let mut write = |bytes: &[u8]| -> Result<()> {
-        sink.write(bytes)?;
+        sink.write(bytes).with_context(write_ctx)?;
         data_written += bytes.len() as u64;
         progress.set(data_written);
         Ok(())
@@ -206,7 +214,7 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     progress.finish();
     written += data_written;
     report.bytes_written = written;
-    let stats: Stats = result.with_context(write_ctx)?;
+    let stats: Stats = result?;
     sink.commit().with_context(write_ctx)?;
     report.timings_ms.execute = ms(t.elapsed());
     report.timings_ms.read += ms(stats.read);
@@ -220,4 +228,99 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     }
     report.output = Some(OutputInfo { path: out_label, dtype: dtype.name().into(), shape: out_shape });
     Ok(Outcome::Ok)
+}
+
+/// Refuses an output of `needed` bytes (header included) that the free space of the filesystem
+/// holding `target`'s directory cannot take. The result is written to a temporary file there
+/// while any old target still exists, so the whole size is needed even when the target (or an
+/// input, in place) will be replaced. Where the free space cannot be measured (a missing
+/// directory, which creating the output reports, or a filesystem that reports no sizes), the
+/// run goes on and a full disk is reported when a write fails.
+fn check_free_space(target: &Path, needed: u64) -> Result<()> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Some(available) = available_bytes(&dir) else {
+        return Ok(());
+    };
+    if needed > available {
+        bail!(
+            "output {}: not enough free space: the result needs {needed} bytes ({}) but the filesystem \
+             holding {} has {available} bytes ({}) available; free some space, write the output to a \
+             filesystem with room (-o PATH), or stream it with -o - (no space check)",
+            target.display(),
+            human_bytes(needed),
+            dir.display(),
+            human_bytes(available),
+        );
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged writer may still allocate on the filesystem holding `dir` (`df`'s
+/// "Avail"), or None when unknown.
+fn available_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and outlives the call; `st` is writable memory of the
+    // type statvfs(3) fills, and is read only after the call reports success.
+    let st = unsafe {
+        if libc::statvfs(path.as_ptr(), st.as_mut_ptr()) != 0 {
+            return None;
+        }
+        st.assume_init()
+    };
+    // Pseudo filesystems report zero blocks: no limit to check against.
+    if st.f_blocks == 0 {
+        return None;
+    }
+    #[allow(clippy::useless_conversion)] // the field types differ between platforms
+    let (avail, frsize) = (u64::from(st.f_bavail), u64::from(st.f_frsize));
+    Some(avail.saturating_mul(frsize))
+}
+
+/// `1.5 GiB`: a size for people, beside the exact byte count.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 7] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_check_refuses_what_the_filesystem_cannot_hold() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("out.npy");
+        let available = available_bytes(dir.path()).expect("a temporary directory reports its free space");
+        assert!(check_free_space(&target, 0).is_ok());
+        let e = check_free_space(&target, u64::MAX).expect_err("2^64 - 1 bytes never fit");
+        let msg = format!("{e:#}");
+        for part in [&target.display().to_string(), &u64::MAX.to_string(), "available", "-o -"] {
+            assert!(msg.contains(part), "{part:?} missing from: {msg}");
+        }
+        assert!(available > 0, "a writable temporary directory has some free space");
+        // A missing directory is left to creating the output, which names it.
+        assert!(check_free_space(Path::new("/nonexistent-dir-xyz/out.npy"), u64::MAX).is_ok());
+    }
+
+    #[test]
+    fn human_bytes_picks_a_unit() {
+        assert_eq!(human_bytes(10), "10 bytes");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(16 << 30), "16.0 GiB");
+    }
 }

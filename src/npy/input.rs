@@ -85,12 +85,13 @@ impl NpyInput {
         self.file.read_exact_at(bytes, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 anyhow::anyhow!(
-                    "the file became shorter while it was being read ({} bytes wanted at offset {offset}); \
-                     was it modified during the run?",
+                    "input {}: the file became shorter while it was being read ({} bytes wanted at offset \
+                     {offset}); was it modified during the run? Run again once it is complete",
+                    self.label,
                     bytes.len()
                 )
             } else {
-                anyhow::Error::new(e).context("read failed")
+                anyhow::Error::new(e).context(format!("input {}: read failed", self.label))
             }
         })
     }
