@@ -1,14 +1,15 @@
 //! `.npy` headers: reading the preamble (magic, version 1.0/2.0/3.0, header length), parsing
 //! the header dict (`descr`, `fortran_order`, `shape`) with overflow-checked sizes, and
-//! producing the header tensorop writes. Type strings are parsed by npyz's `TypeStr`; record
-//! dtypes by npyz's `NpyHeader`.
+//! producing the header tensorop writes. The dict text is parsed by [`super::literal`] (in
+//! linear time, nesting bounded); type strings by npyz's `TypeStr`; record dtypes are described
+//! with npyz's `DType`.
 
 use crate::dtype::DType;
 use crate::shape::element_count;
 use anyhow::{anyhow, bail, Context, Result};
 use npyz::{Endianness, TypeChar, TypeStr};
 use py_literal::Value;
-use std::io::{Cursor, Read};
+use std::io::Read;
 
 /// The magic string every `.npy` file starts with.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -119,11 +120,7 @@ pub fn read_header(r: &mut impl Read, max_header: u64) -> Result<Header> {
     } else {
         text.iter().map(|&b| char::from(b)).collect()
     };
-    // The whole header as read, for npyz's record parser.
-    let mut raw = pre.to_vec();
-    raw.extend_from_slice(&len[..len_bytes]);
-    raw.extend_from_slice(&text);
-    parse_dict(&decoded, version, data_offset, raw)
+    parse_dict(&decoded, version, data_offset)
 }
 
 fn short_read(e: std::io::Error, what: &str) -> anyhow::Error {
@@ -134,10 +131,8 @@ fn short_read(e: std::io::Error, what: &str) -> anyhow::Error {
     }
 }
 
-fn parse_dict(text: &str, version: (u8, u8), data_offset: u64, raw: Vec<u8>) -> Result<Header> {
-    let value: Value = text
-        .trim_end_matches(['\n', ' ', '\0'])
-        .parse()
+fn parse_dict(text: &str, version: (u8, u8), data_offset: u64) -> Result<Header> {
+    let value = super::literal::parse(text.trim_end_matches(['\n', ' ', '\0']))
         .map_err(|e| anyhow!("unparsable header: not a Python dict literal ({e})"))?;
     let Value::Dict(entries) = value else {
         bail!("unparsable header: expected a dict with keys 'descr', 'fortran_order', 'shape'");
@@ -162,7 +157,7 @@ fn parse_dict(text: &str, version: (u8, u8), data_offset: u64, raw: Vec<u8>) -> 
         .ok_or_else(|| anyhow!("the shape {shape:?} overflows a 64-bit element count (corrupt header)"))?;
     let (dtype, byte_order, item_size) = match &descr {
         Value::String(s) => parse_type_str(s)?,
-        Value::List(_) => parse_record(raw)?,
+        Value::List(_) => parse_record(&descr)?,
         other => bail!("unparsable header: 'descr' must be a type string or a list of fields, not {other}"),
     };
     let data_bytes = elements.checked_mul(item_size).ok_or_else(|| {
@@ -242,15 +237,51 @@ fn other_name(ts: &TypeStr, item_size: u64, raw: &str) -> String {
     }
 }
 
-/// A record (structured) dtype: npyz parses it; tensorop only needs its size and name.
-fn parse_record(raw: Vec<u8>) -> Result<(FileDType, ByteOrder, u64)> {
-    let h = npyz::NpyHeader::from_reader(Cursor::new(raw)).context("unparsable header: invalid record dtype")?;
-    let dtype = npyz::NpyFile::with_header(h, std::io::empty()).dtype();
+/// A record (structured) dtype, described as npyz describes it; tensorop only needs its size and
+/// name.
+fn parse_record(descr: &Value) -> Result<(FileDType, ByteOrder, u64)> {
+    let dtype = record_dtype(descr).context("unparsable header: invalid record dtype")?;
     if dtype.uses_pickled_array() {
         bail!("the record dtype holds pickled Python objects, which tensorop never loads");
     }
     let size = dtype.num_bytes().ok_or_else(|| anyhow!("unparsable header: the record dtype has no fixed size"))?;
     Ok((FileDType::Other(format!("record {}", dtype.descr())), ByteOrder::NotApplicable, size as u64))
+}
+
+/// Most dimensions of a record field's subarray (NumPy's own limit is 64); each is one level of
+/// npyz's recursive `DType::Array`.
+const MAX_FIELD_DIMS: usize = 64;
+
+/// npyz's `DType` for a `descr` value: a type string, or a list of `(name, descr[, shape])`
+/// fields (as npyz reads them: lists or tuples, the name a plain string). Nesting is bounded by
+/// the literal parser's depth limit, subarray ranks by [`MAX_FIELD_DIMS`].
+fn record_dtype(descr: &Value) -> Result<npyz::DType> {
+    let fields = match descr {
+        Value::String(s) => {
+            let ts = s.parse::<TypeStr>().map_err(|e| anyhow!("invalid type string '{s}' ({e})"))?;
+            return Ok(npyz::DType::Plain(ts));
+        }
+        Value::List(fields) => fields,
+        other => bail!("a field's type must be a type string or a list of fields, not {other}"),
+    };
+    let field = |f: &Value| -> Result<npyz::Field> {
+        let (Value::List(t) | Value::Tuple(t)) = f else { bail!("a field must be a tuple, not {f}") };
+        let (Some(Value::String(name)), Some(inner), 2..=3) = (t.first(), t.get(1), t.len()) else {
+            bail!("a field must be (name, type) or (name, type, shape) with a string name, not {f}")
+        };
+        let mut dtype = record_dtype(inner)?;
+        if let Some(shape) = t.get(2) {
+            let dims = parse_shape(shape)?;
+            if dims.len() > MAX_FIELD_DIMS {
+                bail!("the field '{name}' has {} dimensions; at most {MAX_FIELD_DIMS} are supported", dims.len());
+            }
+            for &d in dims.iter().rev() {
+                dtype = npyz::DType::Array(d, Box::new(dtype));
+            }
+        }
+        Ok(npyz::Field { name: name.clone(), dtype })
+    };
+    Ok(npyz::DType::Record(fields.iter().map(field).collect::<Result<_>>()?))
 }
 
 /// The header bytes (preamble included) of a little-endian C-order array: version 1.0 unless
@@ -290,6 +321,7 @@ pub fn encode_header(dtype: DType, shape: &[u64]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
 
     fn npy(version: u8, dict: &str) -> Vec<u8> {
         let mut v = MAGIC.to_vec();
@@ -366,6 +398,48 @@ mod tests {
         let bytes = npy(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}");
         let short = read_header(&mut Cursor::new(&bytes), 10).unwrap_err().to_string();
         assert!(short.contains("claims"), "{short}");
+    }
+
+    #[test]
+    fn describes_records_as_npyz_does() {
+        let h = parse(
+            1,
+            "{'descr': [('a', '<i4', (2, 3)), ('b', [('c', '|u1'), ('', '|V3')])], 'fortran_order': False, \
+             'shape': (2,), }",
+        )
+        .unwrap();
+        assert_eq!(h.item_size, 24 + 4);
+        assert_eq!(h.dtype.name(), "record [('a', '<i4', (2,3,)), ('b', [('c', '|u1'), ('', '|V3'), ]), ]");
+        let e = |descr: &str| {
+            let e = parse(1, &format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,)}}")).unwrap_err();
+            format!("{e:#}")
+        };
+        assert!(e("[('a', '|O')]").contains("pickled"));
+        assert!(e("[('a', '<i4', 3)]").contains("must be a tuple"));
+        assert!(e("[(('title', 'a'), '<i4')]").contains("string name"));
+        assert!(e("[('a', '<i4', (1,) * 2)]").contains("unparsable"));
+        let dims = vec!["1"; 65].join(", ");
+        assert!(e(&format!("[('a', '<i4', ({dims},))]")).contains("at most 64"));
+        let dims = ["4294967296"; 3].join(", ");
+        assert!(e(&format!("[('a', '<i4', ({dims},))]")).contains("no fixed size"));
+    }
+
+    /// Found by the fuzzer: `py_literal`'s grammar backtracked exponentially on nested brackets,
+    /// so a 300-byte header with 100 `[` ran for minutes.
+    #[test]
+    fn nested_brackets_fail_fast() {
+        let start = std::time::Instant::now();
+        for open in ["[", "{", "(", "{'a': [(", "[('a', "] {
+            for depth in [10, 20, 31, 100, 10_000] {
+                let descr = open.repeat(depth);
+                let e = parse(1, &format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,)}}")).unwrap_err();
+                assert!(e.to_string().contains("unparsable"), "{e}");
+            }
+        }
+        let closed =
+            format!("{{'descr': {}'<f4'{}, 'fortran_order': False, 'shape': ()}}", "[".repeat(30), "]".repeat(30));
+        assert!(format!("{:#}", parse(1, &closed).unwrap_err()).contains("invalid record dtype"));
+        assert!(start.elapsed() < std::time::Duration::from_secs(2), "{:?}", start.elapsed());
     }
 
     #[test]
