@@ -2,7 +2,7 @@
 //! checks and broadcast plan -> backend streams chunks into the output sink -> atomic commit ->
 //! report. Whatever happens, the report records it and the outcome maps to an exit status.
 
-use crate::backend::{self, BackendKind, Job, Stats};
+use crate::backend::{self, BackendKind, Job, Stats, RESIDENT_BYTES};
 use crate::config::{Config, OutputTarget};
 use crate::npy::fortran;
 use crate::npy::header::{encode_header, FileDType};
@@ -15,10 +15,6 @@ use crate::spec::checks::{validate, TensorSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// Fortran-order inputs up to this size are left to the backends, which hold them whole (the
-/// backends' bound for inputs they load whole); larger ones are copied in C order first.
-const FORTRAN_RESIDENT_BYTES: u64 = 32 << 20;
 
 /// How a run ended.
 #[derive(Debug)]
@@ -160,12 +156,12 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     // A large Fortran-order input is copied once in C order, so every backend streams it with
     // bounded memory instead of holding it whole; the report keeps describing the file as given.
     let t = Instant::now();
-    let copies = [a, b].map(|x| {
-        (fortran::is_strided_fortran(x) && x.header.data_bytes > FORTRAN_RESIDENT_BYTES)
+    // Smaller ones the backends hold whole.
+    let [ca, cb] = [a, b].map(|x| {
+        (fortran::is_strided_fortran(x) && x.header.data_bytes > RESIDENT_BYTES)
             .then(|| fortran::c_order_copy(x).with_context(|| format!("cannot copy input {} to C order", x.label)))
             .transpose()
     });
-    let [ca, cb] = copies;
     let (ca, cb) = (ca?, cb?);
     let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
     let iter = if ca.is_some() || cb.is_some() {

@@ -5,7 +5,7 @@
 //! output order are loaded whole (large Fortran-order inputs arrive here already copied in C
 //! order, see [`crate::npy::fortran`]).
 
-use crate::backend::{Job, Stats};
+use crate::backend::{Job, Stats, RESIDENT_BYTES};
 use crate::dtype::Element;
 use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
@@ -19,9 +19,6 @@ use std::time::{Duration, Instant};
 /// Bytes of output per chunk: large enough that per-chunk costs vanish, small enough that a
 /// chunk's inputs and output stay in the CPU's L2 cache between read, compute and write.
 const CHUNK_BYTES: usize = 256 * 1024;
-
-/// Inputs up to this size that are not read in output order are loaded whole.
-const RESIDENT_BYTES: u64 = 32 << 20;
 
 /// Innermost runs shorter than this (e.g. `[N, 3] - [3]`) are not computed run by run: broadcast
 /// operands are gathered for the whole chunk and the kernel runs once per chunk.
@@ -188,7 +185,7 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
     for (i, slot) in resident.iter_mut().enumerate() {
         let input = job.inputs[i];
         let h = &input.header;
-        let strided_fortran = h.fortran_order && h.shape.iter().filter(|&&d| d > 1).count() > 1;
+        let strided_fortran = crate::npy::fortran::is_strided_fortran(input);
         if total > 0 && !job.iter.is_identity(i) && (h.data_bytes <= RESIDENT_BYTES || strided_fortran) {
             let mut v = vec![T::zeroed(); h.elements as usize];
             input.read_into(0, &mut v)?;

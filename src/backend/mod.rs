@@ -11,6 +11,10 @@ use crate::op::Semantics;
 use crate::shape::Iteration;
 use std::time::Duration;
 
+/// Inputs up to this size that are not read in output order are loaded whole by the backends;
+/// larger ones stream (and larger Fortran-order ones are first copied in C order by the pipeline).
+pub const RESIDENT_BYTES: u64 = 32 << 20;
+
 /// Which backend runs the arithmetic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {

@@ -7,6 +7,7 @@
 //! consecutive runs that are adjacent in the file are read or written with one call.
 
 use crate::npy::input::NpyInput;
+use crate::shape::storage_strides;
 use anyhow::{Context, Result};
 use std::os::unix::fs::FileExt;
 
@@ -38,8 +39,8 @@ fn c_order_copy_with(input: &NpyInput, tile: u64) -> Result<NpyInput> {
         let (d0, dl) = (dims[0], dims[r - 1]);
         let middle: u64 = dims[1..r - 1].iter().product();
         // Strides in elements: Fortran order in the input, C order in the copy.
-        let f_last: u64 = dims[..r - 1].iter().product();
-        let c_first: u64 = dims[1..].iter().product();
+        let (fs, cs) = (storage_strides(&dims, true), storage_strides(&dims, false));
+        let (f_last, c_first) = (fs[r - 1], cs[0]);
         let (t0, tl) = tile_shape(d0, dl, tile);
         // 8-byte words, so the tiles can be viewed as any element type.
         let words = (t0 * tl * es).div_ceil(8) as usize;
@@ -47,18 +48,11 @@ fn c_order_copy_with(input: &NpyInput, tile: u64) -> Result<NpyInput> {
         for m in 0..middle {
             // The middle coordinates' offsets, from m's multi-index over dims[1..r-1].
             let (mut src_base, mut dst_base, mut rem) = (0u64, 0u64, m);
-            let (mut f_stride, mut c_stride) = (d0, dl);
-            let mut f_strides = Vec::with_capacity(r);
-            for &d in &dims[1..r - 1] {
-                f_strides.push(f_stride);
-                f_stride *= d;
-            }
-            for (k, &d) in dims[1..r - 1].iter().enumerate().rev() {
-                let c = rem % d;
-                rem /= d;
-                src_base += c * f_strides[k];
-                dst_base += c * c_stride;
-                c_stride *= d;
+            for k in (1..r - 1).rev() {
+                let c = rem % dims[k];
+                rem /= dims[k];
+                src_base += c * fs[k];
+                dst_base += c * cs[k];
             }
             for a0 in (0..d0).step_by(t0 as usize) {
                 let n0 = t0.min(d0 - a0);

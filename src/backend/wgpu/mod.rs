@@ -8,7 +8,7 @@
 pub mod shader;
 pub mod window;
 
-use crate::backend::{Job, Stats};
+use crate::backend::{Job, Stats, RESIDENT_BYTES};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use anyhow::{anyhow, bail, Context, Result};
@@ -581,11 +581,8 @@ enum Feed {
     Windowed,
 }
 
-/// Broadcast inputs up to this size are uploaded once; larger ones stream in windows (the same
-/// bound as the CPU backend's resident inputs).
-const RESIDENT_BYTES: u64 = 32 << 20;
-
-/// Environment variable overriding [`RESIDENT_BYTES`] (tests set 0 to cover the windowed path).
+/// Environment variable overriding [`RESIDENT_BYTES`] (broadcast inputs up to it are uploaded
+/// once, larger ones stream in windows; tests set 0 to cover the windowed path).
 pub const RESIDENT_ENV: &str = "TENSOROP_WGPU_RESIDENT_BYTES";
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -643,7 +640,7 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
         let input = job.inputs[i];
         let h = &input.header;
         // A Fortran-order input's strides do not bound a chunk's intervals by the chunk's size.
-        let strided_fortran = h.fortran_order && h.shape.iter().filter(|&&d| d > 1).count() > 1;
+        let strided_fortran = crate::npy::fortran::is_strided_fortran(input);
         feeds.push(if job.iter.is_identity(i) {
             Feed::Local
         } else if h.data_bytes <= resident_limit || strided_fortran {
