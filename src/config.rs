@@ -5,11 +5,11 @@
 use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::op::{Op, Semantics};
+use crate::output::Destination;
 use crate::progress::ProgressMode;
 use crate::spec::checks::BroadcastMode;
 use crate::spec::level::LevelChoice;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 /// A usage error: exit status 2.
 #[derive(Debug)]
@@ -22,33 +22,17 @@ impl std::fmt::Display for UsageError {
 }
 impl std::error::Error for UsageError {}
 
-/// Where the result goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutputTarget {
-    Stdout,
-    File(PathBuf),
-}
-
-impl OutputTarget {
-    pub fn label(&self) -> String {
-        match self {
-            OutputTarget::Stdout => "-".into(),
-            OutputTarget::File(p) => p.display().to_string(),
-        }
-    }
-}
-
 /// Everything a `sub` or `sqdiff` run needs.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub sem: Semantics,
     pub inputs: [String; 2],
-    pub output: OutputTarget,
+    pub output: Destination,
     pub level: LevelChoice,
     pub broadcast: BroadcastMode,
     pub backend: BackendKind,
-    /// `None`: no report; `Some("-")`: standard output.
-    pub report: Option<String>,
+    /// `None`: no report.
+    pub report: Option<Destination>,
     pub dry_run: bool,
     pub threads: usize,
     pub progress: ProgressMode,
@@ -61,8 +45,7 @@ impl Config {
             return Err(UsageError("only one input can be read from standard input; give a path for the other".into()));
         }
         let output = match args.output.as_deref() {
-            Some("-") => OutputTarget::Stdout,
-            Some(p) => OutputTarget::File(PathBuf::from(p)),
+            Some(p) => Destination::parse(p),
             None if stdout_is_terminal && !args.dry_run => {
                 return Err(UsageError(
                     "refusing to write binary .npy data to a terminal; give an output path with -o OUT.npy \
@@ -70,14 +53,23 @@ impl Config {
                         .into(),
                 ))
             }
-            None => OutputTarget::Stdout,
+            None => Destination::Stdout,
         };
-        if args.report.as_deref() == Some("-") && output == OutputTarget::Stdout && !args.dry_run {
+        let report = args.report.as_deref().map(Destination::parse);
+        if report == Some(Destination::Stdout) && output == Destination::Stdout && !args.dry_run {
             return Err(UsageError(
                 "--report - and the output both go to standard output; write the output to a file with -o, \
                  or the report with --report PATH"
                     .into(),
             ));
+        }
+        if let (Some(Destination::Path(r)), Destination::Path(o)) = (&report, &output) {
+            if r == o && !args.dry_run {
+                return Err(UsageError(format!(
+                    "the output and the report would both be written to {}; give them different paths",
+                    o.display()
+                )));
+            }
         }
         let threads = match args.threads {
             Some(n) => usize::from(n),
@@ -97,7 +89,7 @@ impl Config {
                 BackendArg::Cpu => BackendKind::Cpu,
                 BackendArg::Wgpu => BackendKind::Wgpu,
             },
-            report: args.report,
+            report,
             dry_run: args.dry_run,
             threads,
             progress: match (quiet, args.progress) {
@@ -128,9 +120,9 @@ mod tests {
 
     #[test]
     fn output_defaults_to_stdout_only_off_a_terminal() {
-        assert_eq!(config(&["a", "b"], false).unwrap().output, OutputTarget::Stdout);
+        assert_eq!(config(&["a", "b"], false).unwrap().output, Destination::Stdout);
         assert!(config(&["a", "b"], true).unwrap_err().0.contains("-o OUT.npy"));
-        assert_eq!(config(&["a", "b", "-o", "-"], true).unwrap().output, OutputTarget::Stdout);
+        assert_eq!(config(&["a", "b", "-o", "-"], true).unwrap().output, Destination::Stdout);
         assert!(config(&["a", "b", "--dry-run"], true).is_ok());
     }
 
@@ -139,6 +131,7 @@ mod tests {
         assert!(config(&["a", "b", "--report", "-"], false).is_err());
         assert!(config(&["a", "b", "--report", "-", "-o", "c.npy"], false).is_ok());
         assert!(config(&["-", "-", "-o", "c"], false).is_err());
+        assert!(config(&["a", "b", "-o", "c", "--report", "c"], false).unwrap_err().0.contains("both"));
     }
 
     #[test]

@@ -6,10 +6,10 @@ use clap::Parser;
 use std::process::ExitCode;
 use tensorop::cli::{Cli, Command};
 use tensorop::config::{self, Config, UsageError};
-use tensorop::npy::output::BrokenPipe;
 use tensorop::op::Op;
+use tensorop::output::{self, BrokenPipe};
 use tensorop::pipeline::{self, Outcome};
-use tensorop::{commands, npy};
+use tensorop::{commands, sys};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -52,16 +52,10 @@ fn main() -> ExitCode {
 /// On SIGINT, SIGTERM or SIGHUP: remove the temporary output and report files, say so, and exit
 /// with 128 + the signal number (130 for Ctrl-C), leaving every target as it was.
 fn clean_up_on_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        return;
-    };
-    std::thread::spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            npy::output::remove_pending();
-            eprintln!("tensorop: interrupted by signal {sig}; no output was written");
-            std::process::exit(128 + sig);
-        }
+    sys::on_termination_signal(|sig| {
+        output::remove_pending();
+        eprintln!("tensorop: interrupted by signal {sig}; no output was written");
+        std::process::exit(128 + sig);
     });
 }
 

@@ -3,17 +3,17 @@
 //! report. Whatever happens, the report records it and the outcome maps to an exit status.
 
 use crate::backend::{self, BackendKind, Job, Stats, RESIDENT_BYTES};
-use crate::config::{Config, OutputTarget};
+use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::header::{encode_header, FileDType};
 use crate::npy::input::NpyInput;
-use crate::npy::output::{BrokenPipe, Sink};
+use crate::output::{BrokenPipe, Sink};
 use crate::progress::Progress;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, Timings, Tool};
 use crate::shape::{view_strides, Iteration};
 use crate::spec::checks::{validate, TensorSpec};
 use anyhow::{anyhow, bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 /// How a run ended.
@@ -40,8 +40,8 @@ impl Outcome {
 /// Runs `cfg`, writes the report if asked, and returns the outcome.
 pub fn run(cfg: &Config) -> Outcome {
     let start = Instant::now();
-    let report_sink = match cfg.report.as_deref().map(Report::open_sink).transpose() {
-        Ok(s) => s.flatten(),
+    let report_sink = match cfg.report.as_ref().map(Report::open_sink).transpose() {
+        Ok(s) => s,
         Err(e) => return Outcome::Error(e),
     };
     let mut report = new_report(cfg);
@@ -62,8 +62,8 @@ pub fn run(cfg: &Config) -> Outcome {
         && report.checks.iter().all(|c| c.status != crate::spec::checks::Status::Fail)
         && !report.checks.is_empty();
     report.timings_ms.total = ms(start.elapsed());
-    if let Some(path) = &cfg.report {
-        if let Err(e) = report.write_to(report_sink).with_context(|| format!("report {path}")) {
+    if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
+        if let Err(e) = report.write_to(sink).with_context(|| format!("report {}", dest.label())) {
             outcome = match outcome {
                 Outcome::Ok => Outcome::Error(e),
                 other => {
@@ -148,10 +148,14 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     let out_bytes = crate::shape::element_count(&out_shape)
         .and_then(|n| n.checked_mul(dtype.size() as u64))
         .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
-    // Before any work: an output file its filesystem cannot hold is refused now, not after
-    // minutes of writing (the feature levels cap outputs at 2^32 - 1 elements, `none` does not).
-    if let OutputTarget::File(p) = &cfg.output {
-        check_free_space(p, out_bytes.saturating_add(header.len() as u64))?;
+    // Before any work, the output is opened: what its path names is decided here, once, and an
+    // output file its filesystem cannot hold is refused now, not after minutes of writing (the
+    // feature levels cap outputs at 2^32 - 1 elements, `none` does not).
+    let out_label = cfg.output.label();
+    let write_ctx = || format!("output {out_label}");
+    let mut sink = Sink::open(&cfg.output).with_context(write_ctx)?;
+    if let Some(dir) = sink.replace_dir() {
+        check_free_space(&out_label, dir, out_bytes.saturating_add(header.len() as u64))?;
     }
     // A large Fortran-order input is copied once in C order, so every backend streams it with
     // bounded memory instead of holding it whole; the report keeps describing the file as given.
@@ -184,13 +188,7 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
 
     // Stream the result into the sink.
     let t = Instant::now();
-    let mut sink = match &cfg.output {
-        OutputTarget::Stdout => Sink::stdout()?,
-        OutputTarget::File(p) => Sink::create_file(p).with_context(|| format!("output {}", p.display()))?,
-    };
     let mut written = header.len() as u64;
-    let out_label = cfg.output.label();
-    let write_ctx = || format!("output {out_label}");
     sink.write(&header).with_context(write_ctx)?;
     let mut progress = Progress::new(cfg.progress, out_bytes);
     let job = Job { sem: cfg.sem, dtype, iter, inputs: [a, b], threads: cfg.threads };
@@ -227,54 +225,26 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
 }
 
 /// Refuses an output of `needed` bytes (header included) that the free space of the filesystem
-/// holding `target`'s directory cannot take. The result is written to a temporary file there
-/// while any old target still exists, so the whole size is needed even when the target (or an
-/// input, in place) will be replaced. Where the free space cannot be measured (a missing
-/// directory, which creating the output reports, or a filesystem that reports no sizes), the
-/// run goes on and a full disk is reported when a write fails.
-fn check_free_space(target: &Path, needed: u64) -> Result<()> {
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Some(available) = available_bytes(&dir) else {
+/// holding `dir`, where the output file `label` is written, cannot take. The result is written
+/// to a temporary file there while any old file still exists, so the whole size is needed even
+/// when the file (or an input, in place) will be replaced. Where the free space cannot be
+/// measured (a filesystem that reports no sizes), the run goes on and a full disk is reported
+/// when a write fails.
+fn check_free_space(label: &str, dir: &Path, needed: u64) -> Result<()> {
+    let Some(available) = crate::sys::available_bytes(dir) else {
         return Ok(());
     };
     if needed > available {
         bail!(
-            "output {}: not enough free space: the result needs {needed} bytes ({}) but the filesystem \
+            "output {label}: not enough free space: the result needs {needed} bytes ({}) but the filesystem \
              holding {} has {available} bytes ({}) available; free some space, write the output to a \
              filesystem with room (-o PATH), or stream it with -o - (no space check)",
-            target.display(),
             human_bytes(needed),
             dir.display(),
             human_bytes(available),
         );
     }
     Ok(())
-}
-
-/// Bytes an unprivileged writer may still allocate on the filesystem holding `dir` (`df`'s
-/// "Avail"), or None when unknown.
-fn available_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-    // SAFETY: `path` is NUL-terminated and outlives the call; `st` is writable memory of the
-    // type statvfs(3) fills, and is read only after the call reports success.
-    let st = unsafe {
-        if libc::statvfs(path.as_ptr(), st.as_mut_ptr()) != 0 {
-            return None;
-        }
-        st.assume_init()
-    };
-    // Pseudo filesystems report zero blocks: no limit to check against.
-    if st.f_blocks == 0 {
-        return None;
-    }
-    #[allow(clippy::useless_conversion)] // the field types differ between platforms
-    let (avail, frsize) = (u64::from(st.f_bavail), u64::from(st.f_frsize));
-    Some(avail.saturating_mul(frsize))
 }
 
 /// `1.5 GiB`: a size for people, beside the exact byte count.
@@ -300,17 +270,13 @@ mod tests {
     #[test]
     fn free_space_check_refuses_what_the_filesystem_cannot_hold() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let target = dir.path().join("out.npy");
-        let available = available_bytes(dir.path()).expect("a temporary directory reports its free space");
-        assert!(check_free_space(&target, 0).is_ok());
-        let e = check_free_space(&target, u64::MAX).expect_err("2^64 - 1 bytes never fit");
+        let label = dir.path().join("out.npy").display().to_string();
+        assert!(check_free_space(&label, dir.path(), 0).is_ok());
+        let e = check_free_space(&label, dir.path(), u64::MAX).expect_err("2^64 - 1 bytes never fit");
         let msg = format!("{e:#}");
-        for part in [&target.display().to_string(), &u64::MAX.to_string(), "available", "-o -"] {
+        for part in [&label, &u64::MAX.to_string(), "available", "-o -"] {
             assert!(msg.contains(part), "{part:?} missing from: {msg}");
         }
-        assert!(available > 0, "a writable temporary directory has some free space");
-        // A missing directory is left to creating the output, which names it.
-        assert!(check_free_space(Path::new("/nonexistent-dir-xyz/out.npy"), u64::MAX).is_ok());
     }
 
     #[test]

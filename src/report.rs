@@ -2,12 +2,10 @@
 //! written (pretty-printed, newline-terminated) to a file or standard output on every outcome.
 
 use crate::npy::header::Header;
-use crate::npy::output::Sink;
+use crate::output::{Destination, Sink};
 use crate::spec::checks::Check;
 use anyhow::{Context, Result};
 use serde::Serialize;
-use std::io::Write;
-use std::path::Path;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -116,30 +114,17 @@ pub fn ms(d: std::time::Duration) -> f64 {
 }
 
 impl Report {
-    /// Opens where the report will go (`-` = standard output). Called before any work, so an
-    /// unwritable report path fails the run before an output is committed.
-    pub fn open_sink(path: &str) -> Result<Option<Sink>> {
-        if path == "-" {
-            return Ok(None);
-        }
-        Sink::create_file(Path::new(path)).map(Some).with_context(|| format!("report {path}"))
+    /// Opens where the report will go. Called before any work, so an unwritable report path
+    /// fails the run before an output is committed.
+    pub fn open_sink(dest: &Destination) -> Result<Sink> {
+        Sink::open(dest).with_context(|| format!("report {}", dest.label()))
     }
 
-    /// Serialises the report into `sink` (`None` = standard output) and commits it.
-    pub fn write_to(&self, sink: Option<Sink>) -> Result<()> {
+    /// Serialises the report into `sink` and commits it.
+    pub fn write_to(&self, mut sink: Sink) -> Result<()> {
         let mut text = serde_json::to_string_pretty(self).context("cannot serialise the report")?;
         text.push('\n');
-        match sink {
-            None => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(text.as_bytes())
-                    .and_then(|()| out.flush())
-                    .context("cannot write the report to standard output")
-            }
-            Some(mut sink) => {
-                sink.write(text.as_bytes())?;
-                sink.commit()
-            }
-        }
+        sink.write(text.as_bytes())?;
+        sink.commit()
     }
 }

@@ -9,7 +9,6 @@
 use crate::npy::input::NpyInput;
 use crate::shape::storage_strides;
 use anyhow::{Context, Result};
-use std::os::unix::fs::FileExt;
 
 /// Elements per tile (two tile buffers are held).
 const TILE_ELEMENTS: u64 = 1 << 20;
@@ -78,8 +77,12 @@ fn c_order_copy_with(input: &NpyInput, tile: u64) -> Result<NpyInput> {
                     }
                     let runs = (0..n0).map(|i| (dst_base + (a0 + i) * c_first + al, nl));
                     for_each_merged(runs, |at, elems, pos| {
-                        tmp.write_all_at(&bytes(&dst)[(pos * es) as usize..((pos + elems) * es) as usize], at * es)
-                            .context("cannot write the C-order copy of a Fortran-order input")
+                        crate::sys::write_all_at(
+                            &tmp,
+                            &bytes(&dst)[(pos * es) as usize..((pos + elems) * es) as usize],
+                            at * es,
+                        )
+                        .context("cannot write the C-order copy of a Fortran-order input")
                     })?;
                 }
             }

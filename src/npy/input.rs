@@ -9,8 +9,6 @@ use crate::npy::header::{read_header, Header, MAX_STREAM_HEADER};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{self, Read, Seek};
-use std::os::fd::AsFd;
-use std::os::unix::fs::FileExt;
 
 /// An input file, header parsed, data region located and size-checked.
 #[derive(Debug)]
@@ -29,8 +27,7 @@ impl NpyInput {
     /// Opens `path` (`-` = standard input), parses its header and checks the data region's size.
     pub fn open(path: &str) -> Result<NpyInput> {
         let file = if path == "-" {
-            let fd = io::stdin().as_fd().try_clone_to_owned().context("cannot use standard input")?;
-            File::from(fd)
+            crate::sys::stdin().context("cannot use standard input")?
         } else {
             File::open(path).context("cannot open the file")?
         };
@@ -82,7 +79,7 @@ impl NpyInput {
     /// Reads `bytes.len()` bytes of the data region from byte `at`, as stored.
     pub fn read_raw(&self, at: u64, bytes: &mut [u8]) -> Result<()> {
         let offset = self.data_start + at;
-        self.file.read_exact_at(bytes, offset).map_err(|e| {
+        crate::sys::read_exact_at(&self.file, bytes, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 anyhow::anyhow!(
                     "input {}: the file became shorter while it was being read ({} bytes wanted at offset \

@@ -1,0 +1,220 @@
+//! Operating-system specifics, in one place so that a port touches one file: positional reads
+//! and writes, free space, termination signals, file kinds, permission bits and owners, and
+//! descriptor paths (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`).
+//!
+//! tensorop is tested on Linux and written for any Unix (macOS is expected to work); Windows is
+//! not supported yet, and this module is where that port starts (see `docs/cli.md`, "Platforms").
+
+#[cfg(not(unix))]
+compile_error!(
+    "tensorop supports Unix systems only for now (Linux is tested, macOS expected); a Windows port \
+     starts in src/sys.rs"
+);
+
+use std::fs::{File, Metadata, OpenOptions, Permissions};
+use std::io;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::Path;
+
+/// Reads exactly `buf.len()` bytes at `offset` without moving the file position (`pread`).
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    file.read_exact_at(buf, offset)
+}
+
+/// Writes all of `buf` at `offset` without moving the file position (`pwrite`).
+pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    file.write_all_at(buf, offset)
+}
+
+/// Bytes an unprivileged writer may still allocate on the filesystem holding `dir` (`df`'s
+/// "Avail"), or None when unknown (a missing directory, or a pseudo filesystem without sizes).
+pub fn available_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and outlives the call; `st` is writable memory of the
+    // type statvfs(3) fills, and is read only after the call reports success.
+    let st = unsafe {
+        if libc::statvfs(path.as_ptr(), st.as_mut_ptr()) != 0 {
+            return None;
+        }
+        st.assume_init()
+    };
+    // Pseudo filesystems report zero blocks: no limit to check against.
+    if st.f_blocks == 0 {
+        return None;
+    }
+    #[allow(clippy::useless_conversion)] // the field types differ between platforms
+    let (avail, frsize) = (u64::from(st.f_bavail), u64::from(st.f_frsize));
+    Some(avail.saturating_mul(frsize))
+}
+
+/// Calls `handler` with the signal number, on a thread of its own, when SIGINT, SIGTERM or
+/// SIGHUP arrives. Does nothing where the handlers cannot be installed.
+pub fn on_termination_signal(handler: impl FnOnce(i32) + Send + 'static) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            handler(sig);
+        }
+    });
+}
+
+/// What a path names, as far as writing to it is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Regular,
+    Directory,
+    Symlink,
+    /// A character or block device, or a FIFO: opened and written in order.
+    Device,
+    Socket,
+}
+
+impl FileKind {
+    /// The kind of `meta`, from `symlink_metadata` (links not followed).
+    pub fn of(meta: &Metadata) -> FileKind {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            FileKind::Symlink
+        } else if t.is_dir() {
+            FileKind::Directory
+        } else if t.is_file() {
+            FileKind::Regular
+        } else if t.is_socket() {
+            FileKind::Socket
+        } else {
+            // Character and block devices, FIFOs; anything else a system may add is written in
+            // order too, never renamed over.
+            FileKind::Device
+        }
+    }
+}
+
+/// The descriptor a path names in this process: `/dev/stdin`, `/dev/stdout`, `/dev/stderr`,
+/// `/dev/fd/N`, `/proc/self/fd/N`, `/proc/thread-self/fd/N` and `/proc/PID/fd/N` with this
+/// process's PID.
+pub fn own_descriptor(path: &Path) -> Option<i32> {
+    let s = path.to_str()?;
+    match s {
+        "/dev/stdin" => return Some(0),
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => {}
+    }
+    let n = s
+        .strip_prefix("/dev/fd/")
+        .or_else(|| s.strip_prefix("/proc/self/fd/"))
+        .or_else(|| s.strip_prefix("/proc/thread-self/fd/"))
+        .or_else(|| {
+            let (pid, n) = s.strip_prefix("/proc/")?.split_once("/fd/")?;
+            (pid.parse::<u32>().ok()? == std::process::id()).then_some(n)
+        })?;
+    n.parse::<i32>().ok().filter(|n| *n >= 0)
+}
+
+/// Whether `path` is another process's descriptor link (`/proc/PID/fd/N`). Its link text
+/// (`pipe:[1234]`) names no file, so it is opened as it is, never followed by hand.
+pub fn foreign_descriptor(path: &Path) -> bool {
+    let Some(rest) = path.to_str().and_then(|s| s.strip_prefix("/proc/")) else { return false };
+    rest.split_once("/fd/").is_some_and(|(pid, n)| {
+        pid.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// A new handle on this process's descriptor `fd`, sharing its file offset (as `>>` and pipes
+/// need), or the reason it cannot be had (`EBADF`: not open).
+pub fn duplicate_descriptor(fd: i32) -> io::Result<File> {
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) only reads the descriptor table; an unopened `fd` gives
+    // EBADF, which is returned. The new descriptor is owned by nothing else.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` was just returned by fcntl, is open and owned by no one else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(new) }))
+}
+
+/// Standard output as a file handle (unbuffered: chunks are large, and binary data wants no line
+/// buffering).
+pub fn stdout() -> io::Result<File> {
+    Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+/// Standard input as a file handle.
+pub fn stdin() -> io::Result<File> {
+    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+}
+
+/// Opens a device, FIFO or descriptor link for writing in order: never created, never truncated
+/// (a FIFO's open waits for a reader, as a shell's redirection does).
+pub fn open_in_order(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).open(path)
+}
+
+/// Connects to the Unix stream socket at `path`, for writing.
+pub fn connect_socket(path: &Path) -> io::Result<File> {
+    let stream = std::os::unix::net::UnixStream::connect(path)?;
+    Ok(File::from(OwnedFd::from(stream)))
+}
+
+/// Permission bits (with setuid, setgid and sticky) of `meta`.
+pub fn mode(meta: &Metadata) -> u32 {
+    meta.permissions().mode() & 0o7777
+}
+
+/// Permissions with exactly `mode`'s bits (creation still applies the umask).
+pub fn permissions(mode: u32) -> Permissions {
+    Permissions::from_mode(mode)
+}
+
+/// Gives `file` the owner and group of `like`, where this process may (root may; others may
+/// keep their own owner, which is what the file already has): best effort, as `cp -p` tries.
+pub fn copy_owner(file: &File, like: &Metadata) {
+    let _ = std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_paths_are_recognised() {
+        let pid = std::process::id();
+        for (p, n) in [
+            ("/dev/stdout".to_string(), Some(1)),
+            ("/dev/stderr".into(), Some(2)),
+            ("/dev/fd/7".into(), Some(7)),
+            ("/proc/self/fd/2".into(), Some(2)),
+            ("/proc/thread-self/fd/9".into(), Some(9)),
+            (format!("/proc/{pid}/fd/4"), Some(4)),
+            (format!("/proc/{}/fd/4", pid + 1), None),
+            ("/dev/fd/x".into(), None),
+            ("/dev/fd/-1".into(), None),
+            ("/dev/null".into(), None),
+            ("dev/stdout".into(), None),
+        ] {
+            assert_eq!(own_descriptor(Path::new(&p)), n, "{p}");
+        }
+        assert!(foreign_descriptor(Path::new(&format!("/proc/{}/fd/4", pid + 1))));
+        assert!(!foreign_descriptor(Path::new("/proc/self/fd/4")));
+        assert!(!foreign_descriptor(Path::new("/proc/1/fdinfo/4")));
+    }
+
+    #[test]
+    fn duplicating_a_closed_descriptor_fails() {
+        assert!(duplicate_descriptor(1 << 20).is_err());
+        assert!(duplicate_descriptor(-1).is_err());
+    }
+
+    #[test]
+    fn free_space_is_known_for_a_temporary_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(available_bytes(dir.path()).is_some_and(|n| n > 0));
+        assert_eq!(available_bytes(Path::new("/nonexistent-dir-xyz")), None);
+    }
+}
