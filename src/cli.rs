@@ -1,8 +1,11 @@
 //! Command-line syntax: clap derive structs and value enums, nothing else. No I/O happens here,
-//! so `--help` and usage errors never touch a file or a GPU.
+//! so `--help` and usage errors never touch a file or a GPU. The shell completions and the man
+//! page are generated from these same definitions ([`crate::shell`]).
 
-use crate::spec::level::LevelChoice;
+use crate::spec::level::{FeatureLevel, LevelChoice};
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsStr;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -12,11 +15,34 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     long_about = "DirectML element-wise subtract (DML_ELEMENT_WISE_SUBTRACT) and squared difference \
                   (DML_ELEMENT_WISE_DIFFERENCE_SQUARE, OpenVINO SquaredDifference-1) over .npy files, \
                   validated against a DirectML feature level's support matrix.",
-    after_help = "Exit status: 0 success, 1 runtime error, 2 usage error, 3 validation failure."
+    after_help = "Exit status: 0 success, 1 runtime error, 2 usage error, 3 validation failure.",
+    arg_required_else_help = true,
+    subcommand_value_name = "COMMAND",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
+    /// Print a shell completion script or the man page on standard output, then exit
+    #[arg(long, value_enum, value_name = "KIND", exclusive = true)]
+    pub generate: Option<Generate>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    /// The man page, roff (`man -l -` reads it)
+    Man,
+    /// bash completions
+    CompleteBash,
+    /// zsh completions (install as `_tensorop` on $fpath)
+    CompleteZsh,
+    /// fish completions
+    CompleteFish,
+    /// elvish completions
+    CompleteElvish,
+    /// PowerShell completions
+    CompletePowershell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -46,7 +72,8 @@ pub struct OpArgs {
     pub output: Option<String>,
     /// DirectML feature level to validate against: 1_0 ... 6_4 (also 3.1, DML_FEATURE_LEVEL_3_1),
     /// `latest` (= 6_4), or `none` for NumPy semantics without DirectML limits
-    #[arg(short = 'f', long, value_name = "L", default_value = "latest", value_parser = parse_level)]
+    #[arg(short = 'f', long, value_name = "L", default_value = "latest", value_parser = LevelParser,
+          hide_possible_values = true)]
     pub feature_level: LevelChoice,
     /// Broadcasting rule: NumPy's multidirectional broadcasting, or identical shapes only
     #[arg(long, value_enum, default_value_t = BroadcastArg::Numpy)]
@@ -80,7 +107,7 @@ pub struct SupportArgs {
     #[arg(long, value_enum)]
     pub op: Option<OpArg>,
     /// Only this feature level (any spelling `--feature-level` accepts)
-    #[arg(short = 'f', long, value_name = "L", value_parser = parse_level)]
+    #[arg(short = 'f', long, value_name = "L", value_parser = LevelParser, hide_possible_values = true)]
     pub feature_level: Option<LevelChoice>,
     /// JSON instead of a table
     #[arg(long)]
@@ -129,8 +156,27 @@ pub enum OpArg {
     Sqdiff,
 }
 
-fn parse_level(s: &str) -> Result<LevelChoice, String> {
-    s.parse()
+/// Parses a feature level in any accepted spelling, and offers the canonical names (`1_0` ...
+/// `6_4`, `latest`, `none`) to shell completions.
+#[derive(Debug, Clone, Copy)]
+struct LevelParser;
+
+impl TypedValueParser for LevelParser {
+    type Value = LevelChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<LevelChoice, clap::Error> {
+        StringValueParser::new().try_map(|s| s.parse::<LevelChoice>()).parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let levels = FeatureLevel::ALL.iter().map(|l| PossibleValue::new(l.to_string()));
+        Some(Box::new(levels.chain(["latest", "none"].map(PossibleValue::new))))
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +192,7 @@ mod tests {
     #[test]
     fn parses_levels_and_rejects_bad_values() {
         let cli = Cli::try_parse_from(["tensorop", "sub", "a", "b", "-f", "DML_FEATURE_LEVEL_3_1"]).unwrap();
-        let Command::Sub(args) = cli.command else { panic!() };
+        let Some(Command::Sub(args)) = cli.command else { panic!() };
         assert_eq!(args.feature_level.to_string(), "3_1");
         assert!(Cli::try_parse_from(["tensorop", "sub", "a", "b", "-f", "9_9"]).is_err());
         assert!(Cli::try_parse_from(["tensorop", "sub", "a", "b", "--threads", "0"]).is_err());

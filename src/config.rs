@@ -114,7 +114,7 @@ mod tests {
 
     fn config(argv: &[&str], tty: bool) -> Result<Config, UsageError> {
         let cli = Cli::try_parse_from([&["tensorop", "sub"], argv].concat()).unwrap();
-        let Command::Sub(args) = cli.command else { panic!() };
+        let Some(Command::Sub(args)) = cli.command else { panic!() };
         Config::new(Op::Sub, args, tty)
     }
 

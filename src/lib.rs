@@ -14,5 +14,6 @@ pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod shape;
+pub mod shell;
 pub mod spec;
 pub mod sys;

@@ -9,7 +9,7 @@ use tensorop::config::{self, Config, UsageError};
 use tensorop::op::Op;
 use tensorop::output::{self, BrokenPipe};
 use tensorop::pipeline::{self, Outcome};
-use tensorop::{commands, sys};
+use tensorop::{commands, shell, sys};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -20,7 +20,13 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let (op, args) = match cli.command {
+    let command = match (cli.generate, cli.command) {
+        (Some(kind), _) => return finish(shell::generate(kind, &mut std::io::stdout().lock()).map_err(Into::into)),
+        (None, Some(command)) => command,
+        // clap prints the help when neither is given (arg_required_else_help).
+        (None, None) => return ExitCode::from(2),
+    };
+    let (op, args) = match command {
         Command::Sub(args) => (Op::Sub, args),
         Command::Sqdiff(args) => (Op::SqDiff, args),
         Command::Support(args) => return finish(commands::support(&args, &mut std::io::stdout().lock())),
