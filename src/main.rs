@@ -31,7 +31,10 @@ fn main() -> ExitCode {
         Command::Sqdiff(args) => (Op::SqDiff, args),
         Command::Support(args) => return finish(commands::support(&args, &mut std::io::stdout().lock())),
         Command::Info(args) => return finish(commands::info(&args, &mut std::io::stdout().lock())),
-        Command::Devices(args) => return finish(commands::devices(&args, &mut std::io::stdout().lock())),
+        Command::Devices(args) => {
+            tensorop::backend::wgpu::quiet_driver_probes();
+            return finish(commands::devices(&args, &mut std::io::stdout().lock()));
+        }
     };
     let cfg = match Config::new(op, args, config::stdout_is_terminal()) {
         Ok(cfg) => cfg,
@@ -40,6 +43,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if cfg.backend == tensorop::backend::BackendKind::Wgpu {
+        // While this is the only thread (the signal thread starts next).
+        tensorop::backend::wgpu::quiet_driver_probes();
+    }
     clean_up_on_signals();
     let outcome = pipeline::run(&cfg);
     match &outcome {

@@ -1,5 +1,5 @@
 //! The operators and their arithmetic: the one place that defines what `sub` and `sqdiff`
-//! compute for each dtype (the contract's arithmetic table), plus the slice kernels every
+//! compute for each dtype (the arithmetic table in `docs/cli.md`), plus the slice kernels every
 //! backend's CPU path calls. Backends receive a [`Semantics`] value and never re-define the math.
 
 use crate::dtype::Element;

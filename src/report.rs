@@ -1,5 +1,6 @@
-//! The JSON report: serde structs that mirror the contract's keys, filled in as the run goes, and
-//! written (pretty-printed, newline-terminated) to a file or standard output on every outcome.
+//! The JSON report: serde structs that mirror the documented keys (`docs/report.md`), filled in
+//! as the run goes, and written (pretty-printed, newline-terminated) to its destination on every
+//! outcome.
 
 use crate::npy::header::Header;
 use crate::output::{Destination, Sink};

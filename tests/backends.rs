@@ -74,20 +74,6 @@ fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<u8>, String
     (code, out.stdout, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// Whether a GPU adapter is present; a missing one fails when TENSOROP_REQUIRE_GPU=1.
-fn gpu_available(test: &str) -> bool {
-    let dir = common::Dir::new();
-    let (code, _, err) = run(dir.root(), &["devices"], &[]);
-    if code == 0 {
-        return true;
-    }
-    if std::env::var("TENSOROP_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("{test}: no GPU adapter ({}) and TENSOROP_REQUIRE_GPU=1 forbids skipping", err.trim());
-    }
-    eprintln!("skipping {test}: no GPU adapter ({}); set TENSOROP_REQUIRE_GPU=1 to make this a failure", err.trim());
-    false
-}
-
 /// Compares two outputs element by element: identical bits, or both NaN.
 fn same_bits(cpu: &[u8], gpu: &[u8], size: usize, float: bool) -> Result<(), String> {
     if cpu.len() != gpu.len() {
@@ -135,7 +121,7 @@ fn compare_case(
 
 #[test]
 fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
-    if !gpu_available("wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op") {
+    if !common::gpu_available("wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op") {
         return;
     }
     let dir = common::Dir::new();
@@ -183,7 +169,7 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
 
 #[test]
 fn wgpu_streams_many_chunks_in_order() {
-    if !gpu_available("wgpu_streams_many_chunks_in_order") {
+    if !common::gpu_available("wgpu_streams_many_chunks_in_order") {
         return;
     }
     let dir = common::Dir::new();
@@ -215,7 +201,7 @@ fn wgpu_streams_many_chunks_in_order() {
 
 #[test]
 fn wgpu_report_names_the_device_and_gpu_timings() {
-    if !gpu_available("wgpu_report_names_the_device_and_gpu_timings") {
+    if !common::gpu_available("wgpu_report_names_the_device_and_gpu_timings") {
         return;
     }
     let dir = common::Dir::new();
@@ -248,7 +234,7 @@ fn wgpu_report_names_the_device_and_gpu_timings() {
 
 #[test]
 fn devices_lists_adapters_as_table_and_json() {
-    if !gpu_available("devices_lists_adapters_as_table_and_json") {
+    if !common::gpu_available("devices_lists_adapters_as_table_and_json") {
         return;
     }
     let dir = common::Dir::new();

@@ -1,7 +1,6 @@
 //! End-to-end tests of the `tensorop` command line, run against the real binary in temporary
-//! directories. They define the behaviour of the contract (`cli-contract.md`) plus the
-//! project's decisions on what the contract leaves open (exit codes, report details, atomic
-//! output, stdin/stdout, float16 rounding).
+//! directories. They pin the behaviour `docs/cli.md` documents, including the decisions it
+//! records (exit codes, report details, atomic output, stdin/stdout, float16 rounding).
 
 mod common;
 

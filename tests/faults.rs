@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{npy, Dir};
+use common::{gpu_available, npy, Dir};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -140,23 +140,6 @@ fn replace_by_rename(path: &Path, file: &[u8]) {
     let tmp = path.with_extension("new");
     std::fs::write(&tmp, file).expect("write the replacement");
     std::fs::rename(&tmp, path).expect("rename the replacement over the input");
-}
-
-/// Whether a GPU adapter is present; a missing one fails when TENSOROP_REQUIRE_GPU=1.
-fn gpu_available(test: &str) -> bool {
-    let dir = Dir::new();
-    let (code, err) = run(dir.root(), &["devices"]);
-    if code == Some(0) {
-        return true;
-    }
-    if std::env::var("TENSOROP_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("{test}: no GPU adapter ({}) and TENSOROP_REQUIRE_GPU=1 forbids skipping", err.trim());
-    }
-    eprintln!(
-        "skipping {test} on wgpu: no GPU adapter ({}); set TENSOROP_REQUIRE_GPU=1 to make this a failure",
-        err.trim()
-    );
-    false
 }
 
 /// A run whose output goes to a pipe this test reads. The CPU backend computes at most

@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{c_to_fortran, header_dict, npy_raw, parse_npy, py_shape, Dir};
+use common::{c_to_fortran, gpu_available, header_dict, npy_raw, parse_npy, py_shape, Dir};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::process::Command;
@@ -477,19 +477,6 @@ fn cpu_backend_equals_the_scalar_reference() {
         }
         Ok(())
     });
-}
-
-/// Whether a GPU adapter is present; a missing one fails when TENSOROP_REQUIRE_GPU=1.
-fn gpu_available(test: &str) -> bool {
-    let (code, err) = run(&Dir::new(), &["devices"], &[]);
-    if code == Some(0) {
-        return true;
-    }
-    if std::env::var("TENSOROP_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("{test}: no GPU adapter ({}) and TENSOROP_REQUIRE_GPU=1 forbids skipping", err.trim());
-    }
-    eprintln!("skipping {test}: no GPU adapter ({}); set TENSOROP_REQUIRE_GPU=1 to make this a failure", err.trim());
-    false
 }
 
 /// The wgpu backend's paths: the adapter's features, none of them, tiny chunks with broadcast

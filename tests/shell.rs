@@ -28,14 +28,8 @@ fn generate(kind: &str) -> String {
 
 /// Whether `tool` runs here; a missing one fails when TENSOROP_REQUIRE_SHELLS=1.
 fn have(tool: &str, test: &str) -> bool {
-    if Command::new(tool).arg("--version").output().is_ok() {
-        return true;
-    }
-    if std::env::var("TENSOROP_REQUIRE_SHELLS").as_deref() == Ok("1") {
-        panic!("{test}: {tool} is not installed and TENSOROP_REQUIRE_SHELLS=1 forbids skipping");
-    }
-    eprintln!("skipping {test}: {tool} is not installed; set TENSOROP_REQUIRE_SHELLS=1 to make this a failure");
-    false
+    Command::new(tool).arg("--version").output().is_ok()
+        || skip(test, "TENSOROP_REQUIRE_SHELLS", &format!("{tool} is not installed"))
 }
 
 /// Runs `tool args`, returning stdout; panics with stderr unless it succeeds.

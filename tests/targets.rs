@@ -94,10 +94,7 @@ fn mknod_char(dir: &Dir, name: &str, major: u32, minor: u32, test: &str) -> Opti
         return Some(path);
     }
     let err = std::io::Error::last_os_error();
-    if std::env::var("TENSOROP_REQUIRE_ROOT").as_deref() == Ok("1") {
-        panic!("{test}: cannot create a device node ({err}) and TENSOROP_REQUIRE_ROOT=1 forbids skipping");
-    }
-    eprintln!("skipping {test}: cannot create a device node ({err}; needs root); set TENSOROP_REQUIRE_ROOT=1 to fail");
+    skip(test, "TENSOROP_REQUIRE_ROOT", &format!("cannot create a device node ({err}; needs root)"));
     None
 }
 

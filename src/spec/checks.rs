@@ -1,6 +1,6 @@
-//! The constraint checks, in the contract's order. Every check is evaluated and recorded (a check
-//! that cannot be evaluated because an earlier one failed is `skip` with the reason), so one run
-//! shows every problem. Messages name the input, the rule and the fix.
+//! The constraint checks, in the documented order (`docs/cli.md`, "Checks and the support
+//! matrix"). Every check is evaluated and recorded (a check that cannot be evaluated because an
+//! earlier one failed is `skip` with the reason), so one run shows every problem. Messages name the input, the rule and the fix.
 
 use crate::npy::header::FileDType;
 use crate::op::Op;

@@ -1,4 +1,4 @@
-//! DirectML feature levels: parsing every spelling the contract accepts (`3_1`, `3.1`,
+//! DirectML feature levels: parsing every spelling `--feature-level` accepts (`3_1`, `3.1`,
 //! `DML_FEATURE_LEVEL_3_1`, `latest`, `none`), ordering, and display.
 
 use std::fmt;

@@ -593,6 +593,23 @@ pub fn run_in(dir: &Path, args: &[&str], input: Input) -> Out {
     }
 }
 
+/// Prints why `test` skips and returns false, or panics when the environment variable `var` is
+/// `1` (as CI sets it), which forbids skipping for want of `why`'s prerequisite.
+pub fn skip(test: &str, var: &str, why: &str) -> bool {
+    if std::env::var(var).as_deref() == Ok("1") {
+        panic!("{test}: {why}, and {var}=1 forbids skipping");
+    }
+    eprintln!("skipping {test}: {why}; set {var}=1 to make this a failure");
+    false
+}
+
+/// Whether a GPU adapter is present (`tensorop devices` succeeds); a missing one skips `test`,
+/// or fails it when TENSOROP_REQUIRE_GPU=1.
+pub fn gpu_available(test: &str) -> bool {
+    let out = Dir::new().run(&["devices"]);
+    out.code == Some(0) || skip(test, "TENSOROP_REQUIRE_GPU", &format!("no GPU adapter ({})", out.stderr.trim()))
+}
+
 /// A temporary working directory for one test.
 pub struct Dir {
     pub tmp: tempfile::TempDir,

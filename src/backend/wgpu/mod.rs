@@ -83,13 +83,17 @@ fn backends() -> Result<wgpu::Backends> {
     }
 }
 
-fn instance(backends: wgpu::Backends) -> wgpu::Instance {
-    // Mesa's Vulkan drivers print "XDG_RUNTIME_DIR is invalid or not set" on stderr when no
-    // desktop session exists (servers, CI). Any directory silences the probe; this runs before
-    // tensorop starts any thread, so changing the environment is safe.
+/// Mesa's Vulkan drivers print "XDG_RUNTIME_DIR is invalid or not set" on stderr when no desktop
+/// session exists (servers, CI); any directory silences that probe. Changing the environment is
+/// safe only while the process has one thread, so `main` calls this first, before the signal
+/// thread starts, and only for commands that open a GPU.
+pub fn quiet_driver_probes() {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
     }
+}
+
+fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     wgpu::Instance::new(desc)

@@ -13,7 +13,7 @@
 use crate::dtype::DType;
 use crate::op::{Op, Semantics};
 
-/// The most dimensions the uniform block holds (the contract's largest rank, `none`'s 32).
+/// The most dimensions the uniform block holds (the largest rank any level accepts, `none`'s 32).
 pub const MAX_RANK: usize = 32;
 
 /// Invocations per workgroup.
@@ -374,8 +374,8 @@ fn int64_source(sem: Semantics) -> String {
     format!("{}\n{}", common("u64"), element_main(body))
 }
 
-/// float16 with the device's `f16` storage and conversions, arithmetic in float32 exactly as the
-/// contract says. Used only when the conversion probe matched the CPU (see `Gpu::native`).
+/// float16 with the device's `f16` storage and conversions, arithmetic in float32 exactly as
+/// `docs/cli.md`, "Arithmetic", says. Used only when the conversion probe matched the CPU (see `Gpu::native`).
 fn f16_source(sem: Semantics) -> String {
     let body = match (sem.op, sem.half_precision) {
         (Op::Sub, _) => "O[l] = f16(f32(A[offs.x]) - f32(B[offs.y]));",
