@@ -2,7 +2,7 @@
 //! headers) and `devices` (GPU adapters).
 
 use crate::cli::{DevicesArgs, InfoArgs, OpArg, SupportArgs};
-use crate::npy::input::NpyInput;
+use crate::npy::input::{NpyInput, Source};
 use crate::op::Op;
 use crate::report::InputInfo;
 use crate::spec::level::{FeatureLevel, LevelChoice};
@@ -84,13 +84,14 @@ pub fn support(args: &SupportArgs, out: &mut dyn Write) -> Result<()> {
 /// `tensorop info`: every file's header; a malformed file is an error naming it, after the
 /// others are printed.
 pub fn info(args: &InfoArgs, out: &mut dyn Write) -> Result<()> {
-    if args.files.iter().filter(|f| *f == "-").count() > 1 {
+    let sources: Vec<Source> = args.files.iter().map(|f| Source::parse(f)).collect();
+    if sources.iter().filter(|s| **s == Source::Stdin).count() > 1 {
         return Err(anyhow!("standard input can be read only once; name '-' at most once"));
     }
     let mut infos = Vec::new();
     let mut failed = 0;
-    for f in &args.files {
-        match NpyInput::open(f) {
+    for (f, source) in args.files.iter().zip(&sources) {
+        match NpyInput::open(source) {
             Ok(input) => infos.push((InputInfo::new(f, &input.header), input.header.data_bytes)),
             Err(e) => {
                 eprintln!("tensorop: error: {f}: {e:#}");

@@ -4,6 +4,7 @@
 
 use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
+use crate::npy::input::Source;
 use crate::op::{Op, Semantics};
 use crate::output::Destination;
 use crate::progress::ProgressMode;
@@ -26,7 +27,7 @@ impl std::error::Error for UsageError {}
 #[derive(Debug, Clone)]
 pub struct Config {
     pub sem: Semantics,
-    pub inputs: [String; 2],
+    pub inputs: [Source; 2],
     pub output: Destination,
     pub level: LevelChoice,
     pub broadcast: BroadcastMode,
@@ -41,7 +42,8 @@ pub struct Config {
 impl Config {
     /// Resolves `args` for `op`. `stdout_is_terminal` is passed in so the rule is testable.
     pub fn new(op: Op, args: OpArgs, stdout_is_terminal: bool) -> Result<Config, UsageError> {
-        if args.a == "-" && args.b == "-" {
+        let inputs = [&args.a, &args.b].map(|a| Source::parse(a));
+        if inputs == [Source::Stdin, Source::Stdin] {
             return Err(UsageError("only one input can be read from standard input; give a path for the other".into()));
         }
         let output = match args.output.as_deref() {
@@ -78,7 +80,7 @@ impl Config {
         let quiet = args.quiet;
         Ok(Config {
             sem: Semantics { op, half_precision: args.half_precision },
-            inputs: [args.a, args.b],
+            inputs,
             output,
             level: args.feature_level,
             broadcast: match args.broadcast {

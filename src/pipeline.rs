@@ -109,10 +109,10 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     // Inputs: headers parsed and sizes checked, no data read yet.
     let t = Instant::now();
     let mut inputs = Vec::with_capacity(2);
-    for (i, path) in cfg.inputs.iter().enumerate() {
-        let label = if path == "-" { "standard input".to_string() } else { path.clone() };
-        let input = NpyInput::open(path).with_context(|| format!("input {} ({label})", ["A", "B"][i]))?;
-        report.inputs.push(InputInfo::new(path, &input.header));
+    for (i, source) in cfg.inputs.iter().enumerate() {
+        let input =
+            NpyInput::open(source).with_context(|| format!("input {} ({})", ["A", "B"][i], source.describe()))?;
+        report.inputs.push(InputInfo::new(&source.label(), &input.header));
         report.bytes_read += input.bytes_read;
         inputs.push(input);
     }

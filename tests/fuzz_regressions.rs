@@ -36,11 +36,11 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
 fn open_both_ways(bytes: &[u8]) -> anyhow::Result<NpyInput> {
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
     file.write_all(bytes).expect("write temp file");
-    let in_place = NpyInput::open(file.path().to_str().expect("utf-8 temp path"));
+    let in_place = NpyInput::open_path(file.path());
     // `cat` writes the file into a pipe, as `<(cat FILE)` would.
     let mut cat = Command::new("cat").arg(file.path()).stdout(Stdio::piped()).spawn().expect("spawn cat");
     let pipe = cat.stdout.take().expect("cat's stdout");
-    let streamed = NpyInput::open(&format!("/dev/fd/{}", pipe.as_raw_fd()));
+    let streamed = NpyInput::open_path(format!("/dev/fd/{}", pipe.as_raw_fd()));
     drop(pipe);
     let _ = cat.wait();
     match (&in_place, &streamed) {

@@ -24,7 +24,7 @@ fn open_piped(data: &[u8]) -> Option<anyhow::Result<NpyInput>> {
     let (reader, mut writer) = std::io::pipe().ok()?;
     writer.write_all(data).ok()?;
     drop(writer);
-    let input = NpyInput::open(&format!("/dev/fd/{}", reader.as_raw_fd()));
+    let input = NpyInput::open_path(format!("/dev/fd/{}", reader.as_raw_fd()));
     Some(input)
 }
 
@@ -90,7 +90,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let Some(path) = file.path().to_str() else { return };
-    let in_place = NpyInput::open(path);
+    let in_place = NpyInput::open_path(path);
     let streamed = if data.len() <= PIPE_MAX { open_piped(data) } else { None };
     let from_file = in_place.as_ref().ok().map(exercise);
     if let Some(streamed) = streamed {

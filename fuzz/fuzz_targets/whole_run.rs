@@ -77,8 +77,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let cli = Cli::try_parse_from(&args).expect("the assembled command line parses");
     let (op, args) = match cli.command {
-        Command::Sub(args) => (Op::Sub, args),
-        Command::Sqdiff(args) => (Op::SqDiff, args),
+        Some(Command::Sub(args)) => (Op::Sub, args),
+        Some(Command::Sqdiff(args)) => (Op::SqDiff, args),
         _ => unreachable!("only sub and sqdiff are assembled"),
     };
     let Ok(cfg) = Config::new(op, args, false) else { return };

@@ -9,6 +9,42 @@ use crate::npy::header::{read_header, Header, MAX_STREAM_HEADER};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{self, Read, Seek};
+use std::path::{Path, PathBuf};
+
+/// Where an input comes from, as the command line named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `-`.
+    Stdin,
+    Path(PathBuf),
+}
+
+impl Source {
+    /// `-` is standard input; anything else is a path.
+    pub fn parse(arg: &str) -> Source {
+        if arg == "-" {
+            Source::Stdin
+        } else {
+            Source::Path(PathBuf::from(arg))
+        }
+    }
+
+    /// As given on the command line (`-` for standard input).
+    pub fn label(&self) -> String {
+        match self {
+            Source::Stdin => "-".into(),
+            Source::Path(p) => p.display().to_string(),
+        }
+    }
+
+    /// For messages: `standard input`, or the path.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Stdin => "standard input".into(),
+            Source::Path(p) => p.display().to_string(),
+        }
+    }
+}
 
 /// An input file, header parsed, data region located and size-checked.
 #[derive(Debug)]
@@ -24,14 +60,18 @@ pub struct NpyInput {
 }
 
 impl NpyInput {
-    /// Opens `path` (`-` = standard input), parses its header and checks the data region's size.
-    pub fn open(path: &str) -> Result<NpyInput> {
-        let file = if path == "-" {
-            crate::sys::stdin().context("cannot use standard input")?
-        } else {
-            File::open(path).context("cannot open the file")?
+    /// Opens `source`, parses its header and checks the data region's size.
+    pub fn open(source: &Source) -> Result<NpyInput> {
+        let file = match source {
+            Source::Stdin => crate::sys::stdin().context("cannot use standard input")?,
+            Source::Path(p) => File::open(p).context("cannot open the file")?,
         };
-        Self::from_file(path, file)
+        Self::from_file(&source.label(), file)
+    }
+
+    /// Opens the file at `path` (no `-` convention).
+    pub fn open_path(path: impl AsRef<Path>) -> Result<NpyInput> {
+        Self::open(&Source::Path(path.as_ref().to_path_buf()))
     }
 
     fn from_file(label: &str, mut file: File) -> Result<NpyInput> {
@@ -146,7 +186,7 @@ mod tests {
     #[test]
     fn reads_ranges_in_bulk() {
         let f = f32_file(&[1.0, 2.0, 3.0, 4.0], &[]);
-        let input = NpyInput::open(f.path().to_str().unwrap()).unwrap();
+        let input = NpyInput::open_path(f.path()).unwrap();
         let mut buf = [0f32; 2];
         input.read_into(1, &mut buf).unwrap();
         assert_eq!(buf, [2.0, 3.0]);
@@ -161,7 +201,7 @@ mod tests {
         bytes.extend(dict.as_bytes());
         bytes.extend([0x01, 0x02, 0xff, 0x00]);
         let f = write_file(&bytes);
-        let input = NpyInput::open(f.path().to_str().unwrap()).unwrap();
+        let input = NpyInput::open_path(f.path()).unwrap();
         let mut buf = [0u16; 2];
         input.read_into(0, &mut buf).unwrap();
         assert_eq!(buf, [0x0102, 0xff00]);
@@ -172,10 +212,10 @@ mod tests {
         let mut f = f32_file(&[1.0, 2.0], &[]);
         let full = std::fs::read(f.path()).unwrap();
         let short = write_file(&full[..full.len() - 1]);
-        let e = NpyInput::open(short.path().to_str().unwrap()).unwrap_err();
+        let e = NpyInput::open_path(short.path()).unwrap_err();
         assert!(e.to_string().contains("truncated data"), "{e}");
         f.write_all(b"x").unwrap();
-        let e = NpyInput::open(f.path().to_str().unwrap()).unwrap_err();
+        let e = NpyInput::open_path(f.path()).unwrap_err();
         assert!(e.to_string().contains("trailing bytes"), "{e}");
     }
 
