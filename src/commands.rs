@@ -1,6 +1,7 @@
 //! The read-only commands: `support` (the support matrix as a table or JSON), `info` (`.npy`
 //! headers) and `devices` (GPU adapters).
 
+use crate::backend::wgpu::WgpuTuning;
 use crate::cli::{DevicesArgs, InfoArgs, OpArg, SupportArgs};
 use crate::npy::input::{NpyInput, Source};
 use crate::op::Op;
@@ -134,8 +135,8 @@ pub fn info(args: &InfoArgs, out: &mut dyn Write) -> Result<()> {
 }
 
 /// `tensorop devices`: the adapters the wgpu backend can use.
-pub fn devices(args: &DevicesArgs, out: &mut dyn Write) -> Result<()> {
-    let adapters = crate::backend::wgpu::list_adapters()?;
+pub fn devices(args: &DevicesArgs, tuning: &WgpuTuning, out: &mut dyn Write) -> Result<()> {
+    let adapters = crate::backend::wgpu::list_adapters(tuning)?;
     if args.json {
         let mut text = serde_json::to_string_pretty(&adapters)?;
         text.push('\n');

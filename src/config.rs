@@ -2,6 +2,7 @@
 //! rules that clap cannot express enforced. Nothing after this module sees clap; nothing in it
 //! touches a file.
 
+use crate::backend::wgpu::WgpuTuning;
 use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
@@ -37,11 +38,20 @@ pub struct Config {
     pub dry_run: bool,
     pub threads: usize,
     pub progress: ProgressMode,
+    /// The wgpu backend's settings (the defaults unless `backend` is wgpu).
+    pub wgpu: WgpuTuning,
 }
 
 impl Config {
-    /// Resolves `args` for `op`. `stdout_is_terminal` is passed in so the rule is testable.
-    pub fn new(op: Op, args: OpArgs, stdout_is_terminal: bool) -> Result<Config, UsageError> {
+    /// Resolves `args` for `op`. `stdout_is_terminal` and the environment (`env`: a variable's
+    /// value, if set) are passed in so the rules are testable; the environment is read only for
+    /// the wgpu backend's settings, and only when that backend is chosen.
+    pub fn new(
+        op: Op,
+        args: OpArgs,
+        stdout_is_terminal: bool,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, UsageError> {
         let inputs = [&args.a, &args.b].map(|a| Source::parse(a));
         if inputs == [Source::Stdin, Source::Stdin] {
             return Err(UsageError("only one input can be read from standard input; give a path for the other".into()));
@@ -78,6 +88,14 @@ impl Config {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         let quiet = args.quiet;
+        let backend = match args.backend {
+            BackendArg::Cpu => BackendKind::Cpu,
+            BackendArg::Wgpu => BackendKind::Wgpu,
+        };
+        let wgpu = match backend {
+            BackendKind::Cpu => WgpuTuning::default(),
+            BackendKind::Wgpu => WgpuTuning::from_lookup(env).map_err(|e| UsageError(format!("{e:#}")))?,
+        };
         Ok(Config {
             sem: Semantics { op, half_precision: args.half_precision },
             inputs,
@@ -87,10 +105,7 @@ impl Config {
                 BroadcastArg::Numpy => BroadcastMode::Numpy,
                 BroadcastArg::None => BroadcastMode::None,
             },
-            backend: match args.backend {
-                BackendArg::Cpu => BackendKind::Cpu,
-                BackendArg::Wgpu => BackendKind::Wgpu,
-            },
+            backend,
             report,
             dry_run: args.dry_run,
             threads,
@@ -99,6 +114,7 @@ impl Config {
                 (_, ProgressArg::Always) => ProgressMode::Always,
                 (_, ProgressArg::Auto) => ProgressMode::Auto,
             },
+            wgpu,
         })
     }
 }
@@ -117,7 +133,7 @@ mod tests {
     fn config(argv: &[&str], tty: bool) -> Result<Config, UsageError> {
         let cli = Cli::try_parse_from([&["tensorop", "sub"], argv].concat()).unwrap();
         let Some(Command::Sub(args)) = cli.command else { panic!() };
-        Config::new(Op::Sub, args, tty)
+        Config::new(Op::Sub, args, tty, &|_| None)
     }
 
     #[test]
@@ -134,6 +150,21 @@ mod tests {
         assert!(config(&["a", "b", "--report", "-", "-o", "c.npy"], false).is_ok());
         assert!(config(&["-", "-", "-o", "c"], false).is_err());
         assert!(config(&["a", "b", "-o", "c", "--report", "c"], false).unwrap_err().0.contains("both"));
+    }
+
+    #[test]
+    fn wgpu_settings_are_read_only_for_the_wgpu_backend() {
+        let cli = |backend: &str| {
+            let cli = Cli::try_parse_from(["tensorop", "sub", "a", "b", "-o", "c", "--backend", backend]).unwrap();
+            let Some(Command::Sub(args)) = cli.command else { panic!() };
+            args
+        };
+        let env = |name: &str| (name == "TENSOROP_WGPU_CHUNK_BYTES").then(|| "lots".to_string());
+        assert!(Config::new(Op::Sub, cli("cpu"), false, &env).is_ok());
+        let e = Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap_err();
+        assert!(e.0.contains("TENSOROP_WGPU_CHUNK_BYTES=lots"), "{}", e.0);
+        let env = |name: &str| (name == "TENSOROP_WGPU_CHUNK_BYTES").then(|| "64".to_string());
+        assert_eq!(Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap().wgpu.chunk_bytes, 64);
     }
 
     #[test]

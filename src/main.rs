@@ -4,6 +4,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
+use tensorop::backend::wgpu::WgpuTuning;
 use tensorop::cli::{Cli, Command};
 use tensorop::config::{self, Config, UsageError};
 use tensorop::op::Op;
@@ -33,10 +34,12 @@ fn main() -> ExitCode {
         Command::Info(args) => return finish(commands::info(&args, &mut std::io::stdout().lock())),
         Command::Devices(args) => {
             tensorop::backend::wgpu::quiet_driver_probes();
-            return finish(commands::devices(&args, &mut std::io::stdout().lock()));
+            let tuning = WgpuTuning::from_env();
+            return finish(tuning.and_then(|t| commands::devices(&args, &t, &mut std::io::stdout().lock())));
         }
     };
-    let cfg = match Config::new(op, args, config::stdout_is_terminal()) {
+    let env = |name: &str| std::env::var(name).ok();
+    let cfg = match Config::new(op, args, config::stdout_is_terminal(), &env) {
         Ok(cfg) => cfg,
         Err(UsageError(msg)) => {
             eprintln!("tensorop: usage error: {msg}");

@@ -179,7 +179,7 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     let gpu = match cfg.backend {
         BackendKind::Cpu => None,
         BackendKind::Wgpu => {
-            let gpu = backend::wgpu::Gpu::open()?;
+            let gpu = backend::wgpu::Gpu::open(&cfg.wgpu)?;
             report.backend.device = Some(gpu.report(dtype));
             report.timings_ms.init = Some(ms(gpu.init_time));
             Some(gpu)

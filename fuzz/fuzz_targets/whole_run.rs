@@ -81,7 +81,7 @@ fuzz_target!(|data: &[u8]| {
         Some(Command::Sqdiff(args)) => (Op::SqDiff, args),
         _ => unreachable!("only sub and sqdiff are assembled"),
     };
-    let Ok(cfg) = Config::new(op, args, false) else { return };
+    let Ok(cfg) = Config::new(op, args, false, &|_| None) else { return };
     let outcome = pipeline::run(&cfg);
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
         .into_iter()

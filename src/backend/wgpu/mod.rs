@@ -6,9 +6,10 @@
 //! CPU backend uses, so host memory stays bounded.
 
 pub mod shader;
+pub mod tuning;
 pub mod window;
 
-use crate::backend::{Job, Stats, RESIDENT_BYTES};
+use crate::backend::{Job, Stats};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use anyhow::{anyhow, bail, Context, Result};
@@ -16,25 +17,7 @@ use serde::Serialize;
 use shader::{elements_per_invocation, Native, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
 use std::cell::OnceCell;
 use std::time::{Duration, Instant};
-
-/// Environment switch (`1`) that makes tensorop ignore the adapter's optional shader features, as
-/// on a device that has none: tests use it to cover that path on any machine. float64, the one
-/// dtype that needs a feature (SHADER_F64), is then refused.
-pub const EMULATE_ENV: &str = "TENSOROP_WGPU_EMULATE";
-
-/// Environment switch (`1`) forcing the 64-bit offset path that outputs of 2^32 elements or more
-/// take, so tests cover it on small inputs.
-pub const WIDE_ENV: &str = "TENSOROP_WGPU_WIDE";
-
-/// Environment variable selecting the wgpu API (`vulkan`, `metal`, `dx12`, `gl`).
-pub const BACKEND_ENV: &str = "TENSOROP_WGPU_BACKEND";
-
-/// Largest chunk of output per dispatch, whatever the device allows: bounds host memory.
-const MAX_CHUNK_BYTES: u64 = 4 << 20;
-
-/// Environment variable overriding [`MAX_CHUNK_BYTES`] (tests use small chunks to cover the
-/// multi-chunk path on small inputs).
-pub const CHUNK_ENV: &str = "TENSOROP_WGPU_CHUNK_BYTES";
+pub use tuning::WgpuTuning;
 
 /// What the report says about the device.
 #[derive(Debug, Clone, Serialize)]
@@ -63,24 +46,7 @@ pub struct Gpu {
     enabled: Native,
     /// Whether the device's float16 conversions matched the CPU's, probed on first use.
     f16_exact: OnceCell<bool>,
-}
-
-/// The platform's native API, or the one `TENSOROP_WGPU_BACKEND` names.
-fn backends() -> Result<wgpu::Backends> {
-    match std::env::var(BACKEND_ENV).ok().as_deref() {
-        None | Some("") => Ok(if cfg!(any(target_os = "macos", target_os = "ios")) {
-            wgpu::Backends::METAL
-        } else if cfg!(windows) {
-            wgpu::Backends::DX12
-        } else {
-            wgpu::Backends::VULKAN
-        }),
-        Some("vulkan") => Ok(wgpu::Backends::VULKAN),
-        Some("metal") => Ok(wgpu::Backends::METAL),
-        Some("dx12") => Ok(wgpu::Backends::DX12),
-        Some("gl") => Ok(wgpu::Backends::GL),
-        Some(other) => bail!("{BACKEND_ENV}={other} is not an API wgpu offers here; use vulkan, metal, dx12 or gl"),
-    }
+    tuning: WgpuTuning,
 }
 
 /// Mesa's Vulkan drivers print "XDG_RUNTIME_DIR is invalid or not set" on stderr when no desktop
@@ -128,10 +94,10 @@ const FEATURES: [(wgpu::Features, &str); 4] = [
 ];
 
 impl Gpu {
-    /// Opens the first high-performance adapter of the platform's API and probes it.
-    pub fn open() -> Result<Gpu> {
+    /// Opens the first high-performance adapter of `tuning`'s API and probes it.
+    pub fn open(tuning: &WgpuTuning) -> Result<Gpu> {
         let t = Instant::now();
-        let b = backends()?;
+        let b = tuning.api;
         let inst = instance(b);
         let adapter = pollster::block_on(inst.request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
@@ -141,7 +107,7 @@ impl Gpu {
         }))
         .map_err(|_| no_adapter(b))?;
         let info = adapter.get_info();
-        let emulate = std::env::var(EMULATE_ENV).is_ok_and(|v| v == "1");
+        let emulate = tuning.emulate;
         let wanted = wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
         let features = if emulate { wgpu::Features::empty() } else { adapter.features() & wanted };
         let enabled = Native {
@@ -172,6 +138,7 @@ impl Gpu {
             init_time: Duration::ZERO,
             enabled,
             f16_exact: OnceCell::new(),
+            tuning: *tuning,
         };
         gpu.flushes_subnormals = gpu.probe_subnormals()?;
         gpu.init_time = t.elapsed();
@@ -419,7 +386,7 @@ impl Kernel {
                 "{} has no SHADER_F64 (64-bit floats){}, and the wgpu backend does not emulate float64; \
                  use --backend cpu for float64",
                 gpu.info.name,
-                if std::env::var(EMULATE_ENV).is_ok() { " or it is masked by TENSOROP_WGPU_EMULATE" } else { "" }
+                if gpu.tuning.emulate { " or it is masked by TENSOROP_WGPU_EMULATE" } else { "" }
             )
         })?;
         let d = &gpu.device;
@@ -585,14 +552,6 @@ enum Feed {
     Windowed,
 }
 
-/// Environment variable overriding [`RESIDENT_BYTES`] (broadcast inputs up to it are uploaded
-/// once, larger ones stream in windows; tests set 0 to cover the windowed path).
-pub const RESIDENT_ENV: &str = "TENSOROP_WGPU_RESIDENT_BYTES";
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 /// Runs `job` on `gpu`, handing each finished chunk's bytes, in order, to `write`. Chunk k+1 is
 /// read from the inputs and uploaded while chunk k is computed; chunk k is downloaded and written
 /// while chunk k+1 is computed.
@@ -610,7 +569,7 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     }
     // Below 2^32 output elements every index and offset fits in u32; above, the shader adds the
     // chunk's first coordinates and computes offsets in 64 bits.
-    let wide = total > u64::from(u32::MAX) || std::env::var(WIDE_ENV).is_ok_and(|v| v == "1");
+    let wide = total > u64::from(u32::MAX) || gpu.tuning.wide;
     let mut dims = Vec::with_capacity(rank);
     for (k, &d) in job.iter.dims.iter().enumerate() {
         dims.push(match u32::try_from(d) {
@@ -632,11 +591,11 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     let max_bind = gpu.limits.max_storage_buffer_binding_size.min(gpu.limits.max_buffer_size);
     let grid = u64::from(gpu.limits.max_compute_workgroups_per_dimension).pow(2) * u64::from(WORKGROUP);
     let per = u64::from(elements_per_invocation(dtype, native));
-    let limit = env_u64(CHUNK_ENV).unwrap_or(MAX_CHUNK_BYTES);
+    let limit = gpu.tuning.chunk_bytes;
     let chunk = (max_bind.min(limit.max(16)) / es).min(grid * per).min(total) / 4 * 4;
     let chunk = chunk.max(4.min(total));
     // Resident inputs are indexed with the low word of the offset.
-    let resident_limit = env_u64(RESIDENT_ENV).unwrap_or(RESIDENT_BYTES).min(max_bind).min(u64::from(u32::MAX));
+    let resident_limit = gpu.tuning.resident_bytes.min(max_bind).min(u64::from(u32::MAX));
 
     let t = Instant::now();
     let mut feeds = Vec::with_capacity(2);
@@ -742,9 +701,9 @@ pub struct AdapterEntry {
     pub max_compute_workgroups_per_dimension: u32,
 }
 
-/// Every adapter of the platform's API.
-pub fn list_adapters() -> Result<Vec<AdapterEntry>> {
-    let b = backends()?;
+/// Every adapter of `tuning`'s API.
+pub fn list_adapters(tuning: &WgpuTuning) -> Result<Vec<AdapterEntry>> {
+    let b = tuning.api;
     let inst = instance(b);
     let adapters = pollster::block_on(inst.enumerate_adapters(b));
     if adapters.is_empty() {
