@@ -9,7 +9,7 @@ use crate::npy::header::{encode_header, FileDType};
 use crate::npy::input::NpyInput;
 use crate::output::{BrokenPipe, Sink};
 use crate::progress::Progress;
-use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, Timings, Tool};
+use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
 use crate::shape::{view_strides, Iteration};
 use crate::spec::checks::{validate, TensorSpec};
 use anyhow::{anyhow, bail, Context, Result};
@@ -52,13 +52,13 @@ pub fn run(cfg: &Config) -> Outcome {
         Err(e) => Outcome::Error(e),
     };
     let (status, error) = match &outcome {
-        Outcome::Ok => ("ok", None),
-        Outcome::Invalid(msg) => ("invalid", Some(msg.clone())),
-        Outcome::Error(e) => ("error", Some(format!("{e:#}"))),
+        Outcome::Ok => (RunStatus::Ok, None),
+        Outcome::Invalid(msg) => (RunStatus::Invalid, Some(msg.clone())),
+        Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
     };
     report.status = status;
     report.error = error;
-    report.valid = status == "ok"
+    report.valid = status == RunStatus::Ok
         && report.checks.iter().all(|c| c.status != crate::spec::checks::Status::Fail)
         && !report.checks.is_empty();
     report.timings_ms.total = ms(start.elapsed());
@@ -84,7 +84,7 @@ fn new_report(cfg: &Config) -> Report {
         dml_operator: cfg.sem.op.dml_operator(),
         feature_level: cfg.level.to_string(),
         support_row: None,
-        status: "error",
+        status: RunStatus::Error,
         valid: false,
         error: None,
         inputs: Vec::new(),

@@ -8,6 +8,15 @@ use crate::spec::checks::Check;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+/// How a run ended, as the report's `status` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Ok,
+    Invalid,
+    Error,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub schema_version: u32,
@@ -16,8 +25,7 @@ pub struct Report {
     pub dml_operator: &'static str,
     pub feature_level: String,
     pub support_row: Option<String>,
-    /// `ok`, `invalid` or `error`.
-    pub status: &'static str,
+    pub status: RunStatus,
     pub valid: bool,
     pub error: Option<String>,
     pub inputs: Vec<InputInfo>,

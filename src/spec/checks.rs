@@ -18,10 +18,46 @@ pub enum Status {
     Skip,
 }
 
+/// Which check: serialised as its id (`operator_available`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckId {
+    OperatorAvailable,
+    DatatypeSupported,
+    SameDatatype,
+    Broadcastable,
+    SameSizes,
+    DimensionCount,
+    NonzeroSizes,
+    ElementCount,
+}
+
+impl CheckId {
+    /// The id as the report and messages spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckId::OperatorAvailable => "operator_available",
+            CheckId::DatatypeSupported => "datatype_supported",
+            CheckId::SameDatatype => "same_datatype",
+            CheckId::Broadcastable => "broadcastable",
+            CheckId::SameSizes => "same_sizes",
+            CheckId::DimensionCount => "dimension_count",
+            CheckId::NonzeroSizes => "nonzero_sizes",
+            CheckId::ElementCount => "element_count",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One recorded check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    pub id: &'static str,
+    pub id: CheckId,
     pub status: Status,
     pub message: String,
 }
@@ -93,16 +129,18 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
 
     // operator_available
     match dml {
-        None => {
-            push("operator_available", Status::Skip, "--feature-level none: no DirectML operator requirement".into())
-        }
+        None => push(
+            CheckId::OperatorAvailable,
+            Status::Skip,
+            "--feature-level none: no DirectML operator requirement".into(),
+        ),
         Some(l) if row.is_some() => push(
-            "operator_available",
+            CheckId::OperatorAvailable,
             Status::Pass,
             format!("{opname} is available at feature level {l} (since {})", introduced(op)),
         ),
         Some(l) => push(
-            "operator_available",
+            CheckId::OperatorAvailable,
             Status::Fail,
             format!(
                 "{opname} needs feature level {} or newer; you asked for {l}. Use --feature-level {} \
@@ -115,14 +153,14 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
 
     // datatype_supported
     let (status, message) = datatype_check(op, level, row, a);
-    push("datatype_supported", status, message);
+    push(CheckId::DatatypeSupported, status, message);
 
     // same_datatype
     if a.dtype == b.dtype {
-        push("same_datatype", Status::Pass, format!("A and B are both {}", a.dtype.name()));
+        push(CheckId::SameDatatype, Status::Pass, format!("A and B are both {}", a.dtype.name()));
     } else {
         push(
-            "same_datatype",
+            CheckId::SameDatatype,
             Status::Fail,
             format!(
                 "{} is {} but {} is {}; {} does not promote types: convert one input so both have \
@@ -142,12 +180,16 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
     let out_shape = match mode {
         BroadcastMode::Numpy => match broadcast(a.shape, b.shape) {
             Ok(out) => {
-                push("broadcastable", Status::Pass, format!("shapes {sa} and {sb} broadcast to {}", fmt_shape(&out)));
+                push(
+                    CheckId::Broadcastable,
+                    Status::Pass,
+                    format!("shapes {sa} and {sb} broadcast to {}", fmt_shape(&out)),
+                );
                 Some(out)
             }
             Err(e) => {
                 push(
-                    "broadcastable",
+                    CheckId::Broadcastable,
                     Status::Fail,
                     format!(
                         "shapes {sa} and {sb} do not broadcast: dimension {} from the end is {} in A and {} \
@@ -160,11 +202,11 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
         },
         BroadcastMode::None => {
             if a.shape == b.shape {
-                push("same_sizes", Status::Pass, format!("both shapes are {sa}"));
+                push(CheckId::SameSizes, Status::Pass, format!("both shapes are {sa}"));
                 Some(a.shape.to_vec())
             } else {
                 push(
-                    "same_sizes",
+                    CheckId::SameSizes,
                     Status::Fail,
                     format!("--broadcast none needs identical shapes; A is {sa} and B is {sb}. Use --broadcast numpy to broadcast"),
                 );
@@ -176,14 +218,14 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
     // dimension_count
     let rank = out_shape.as_ref().map_or(a.shape.len().max(b.shape.len()), Vec::len);
     let (status, message) = rank_check(op, level, row, rank, out_shape.as_deref());
-    push("dimension_count", status, message);
+    push(CheckId::DimensionCount, status, message);
 
     // nonzero_sizes
     if dml.is_none() {
-        push("nonzero_sizes", Status::Skip, "--feature-level none: empty tensors are allowed".into());
+        push(CheckId::NonzeroSizes, Status::Skip, "--feature-level none: empty tensors are allowed".into());
     } else if let Some(t) = [a, b].into_iter().find(|t| t.shape.contains(&0)) {
         push(
-            "nonzero_sizes",
+            CheckId::NonzeroSizes,
             Status::Fail,
             format!(
                 "{} has shape {} with a dimension of size 0; DirectML rejects empty tensors. Use \
@@ -193,21 +235,23 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
             ),
         );
     } else {
-        push("nonzero_sizes", Status::Pass, "no dimension is 0".into());
+        push(CheckId::NonzeroSizes, Status::Pass, "no dimension is 0".into());
     }
 
     // element_count
     match (dml, &out_shape) {
-        (None, _) => push("element_count", Status::Skip, "--feature-level none: no DirectML element limit".into()),
+        (None, _) => {
+            push(CheckId::ElementCount, Status::Skip, "--feature-level none: no DirectML element limit".into())
+        }
         (Some(_), None) => {
-            push("element_count", Status::Skip, "skipped: the shapes have no common output shape".into())
+            push(CheckId::ElementCount, Status::Skip, "skipped: the shapes have no common output shape".into())
         }
         (Some(_), Some(out)) => match element_count(out) {
             Some(n) if n <= MAX_ELEMENTS => {
-                push("element_count", Status::Pass, format!("the output has {n} elements (limit {MAX_ELEMENTS})"))
+                push(CheckId::ElementCount, Status::Pass, format!("the output has {n} elements (limit {MAX_ELEMENTS})"))
             }
             n => push(
-                "element_count",
+                CheckId::ElementCount,
                 Status::Fail,
                 format!(
                     "the output {} has {} elements, more than DirectML's limit of {MAX_ELEMENTS} (2^32 - 1); \
@@ -326,7 +370,7 @@ mod tests {
     }
 
     fn status(v: &Validation, id: &str) -> Status {
-        v.checks.iter().find(|c| c.id == id).unwrap().status
+        v.checks.iter().find(|c| c.id.name() == id).unwrap().status
     }
 
     const IDS: [&str; 7] = [
@@ -342,7 +386,7 @@ mod tests {
     #[test]
     fn a_valid_run_passes_all_seven_in_order() {
         let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[8, 1, 6, 1]), f32s(&[7, 1, 5]));
-        assert_eq!(v.checks.iter().map(|c| c.id).collect::<Vec<_>>(), IDS);
+        assert_eq!(v.checks.iter().map(|c| c.id.name()).collect::<Vec<_>>(), IDS);
         assert!(v.valid());
         assert_eq!(v.out_shape, Some(vec![8, 7, 6, 5]));
         assert_eq!(v.support_row.unwrap().to_string(), "5_1");
@@ -405,7 +449,7 @@ mod tests {
         assert!(v.checks[3].message.contains("dimension 1 from the end is 3 in A and 4 in B"));
 
         let v = run(Op::Sub, "latest", BroadcastMode::None, f32s(&[2, 3]), f32s(&[3]));
-        assert_eq!(v.checks[3].id, "same_sizes");
+        assert_eq!(v.checks[3].id, CheckId::SameSizes);
         assert_eq!(status(&v, "same_sizes"), Status::Fail);
         let v = run(Op::Sub, "latest", BroadcastMode::None, f32s(&[2, 3]), f32s(&[2, 3]));
         assert!(v.valid());
