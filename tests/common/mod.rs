@@ -6,6 +6,10 @@
 //! file.
 #![allow(dead_code)]
 
+mod fixtures;
+#[allow(unused_imports)] // not every test file uses the shared pair
+pub use fixtures::*;
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;

@@ -1,0 +1,191 @@
+//! End-to-end tests against the real binary in temporary directories. The JSON report: every key,
+//! its formatting, counts, strides, and where it goes.
+
+mod common;
+
+use common::*;
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn report_on_success_has_every_key() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]).ok();
+    let r = dir.report("report.json");
+    assert_report_keys(&r);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["tool"]["name"], "tensorop");
+    assert_eq!(r["tool"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(r["op"], "sub");
+    assert_eq!(r["dml_operator"], "DML_OPERATOR_ELEMENT_WISE_SUBTRACT");
+    assert_eq!(r["feature_level"], "6_4", "default level is latest = 6_4");
+    assert_eq!(r["support_row"], "5_1");
+    assert_eq!(r["status"], "ok");
+    assert_eq!(r["valid"], true);
+    assert!(r["error"].is_null());
+
+    let inputs = r["inputs"].as_array().expect("inputs list");
+    assert_eq!(inputs.len(), 2);
+    assert!(inputs[0]["path"].as_str().unwrap().ends_with("a.npy"));
+    assert!(inputs[1]["path"].as_str().unwrap().ends_with("b.npy"));
+    for (inp, shape) in inputs.iter().zip([&A_SHAPE[..], &B_SHAPE[..]]) {
+        assert_eq!(inp["dtype"], "float32");
+        assert_eq!(u64s(&inp["shape"]), shape.iter().map(|&d| d as u64).collect::<Vec<_>>());
+        assert_eq!(inp["byte_order"], "little");
+        assert_eq!(inp["fortran_order"], false);
+        assert_eq!(inp["npy_version"], "1.0");
+    }
+
+    assert!(r["output"]["path"].as_str().unwrap().ends_with("out.npy"));
+    assert_eq!(r["output"]["dtype"], "float32");
+    assert_eq!(u64s(&r["output"]["shape"]), vec![2, 3, 4]);
+    assert_eq!(r["broadcast"]["mode"], "numpy");
+    assert_eq!(u64s(&r["broadcast"]["shape"]), vec![2, 3, 4]);
+    assert_eq!(r["broadcast"]["strides"].as_array().unwrap().len(), 2);
+
+    assert_seven_checks(&r, &CHECKS_NUMPY);
+    for id in CHECKS_NUMPY {
+        assert_eq!(check_status(&r, id), "pass", "{id}");
+    }
+    assert_eq!(r["backend"]["name"], "cpu");
+    assert!(r["backend"]["threads"].as_u64().unwrap() >= 1);
+    assert_eq!(r["elements"], 24);
+    for k in TIMING_KEYS {
+        let t = r["timings_ms"][k].as_f64().unwrap_or_else(|| panic!("timings_ms.{k} is not a number"));
+        assert!(t >= 0.0, "timings_ms.{k} = {t}");
+    }
+}
+
+#[test]
+fn report_is_pretty_printed_and_ends_in_a_newline() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]).ok();
+    let text = String::from_utf8(dir.read("report.json")).unwrap();
+    assert!(text.ends_with('\n'), "report must end in a newline");
+    assert!(text.trim_end().lines().count() > 10, "report should be pretty-printed, one key per line");
+}
+
+#[test]
+fn report_counts_elements_and_bytes() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]).ok();
+    let r = dir.report("report.json");
+    assert_eq!(r["elements"], 24);
+    let file_bytes = (dir.read("a.npy").len() + dir.read("b.npy").len()) as u64;
+    let data_bytes = (24 + 3) * 4;
+    let read = r["bytes_read"].as_u64().expect("bytes_read");
+    assert!(
+        (data_bytes..=file_bytes).contains(&read),
+        "bytes_read {read} should lie between the data ({data_bytes}) and the files ({file_bytes})"
+    );
+    let out_file = dir.read("out.npy").len() as u64;
+    let written = r["bytes_written"].as_u64().expect("bytes_written");
+    assert!(
+        (24 * 4..=out_file).contains(&written),
+        "bytes_written {written} should lie between 96 and the output file size {out_file}"
+    );
+}
+
+#[test]
+fn report_on_runtime_error_has_every_key_and_status_error() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.write("bad.npy", b"\x93NUMPZ\x01\x00garbage");
+    dir.run(&["sub", "bad.npy", "b.npy", "-o", "out.npy", "--report", "report.json"])
+        .expect_code(1)
+        .stderr_mentions("bad.npy");
+    let r = dir.report("report.json");
+    assert_report_keys(&r);
+    assert_eq!(r["status"], "error");
+    assert_eq!(r["valid"], false);
+    let err = r["error"].as_str().expect("error message");
+    assert!(err.contains("bad.npy"), "report error should name the file: {err}");
+    assert!(r["output"].is_null());
+    assert!(r["checks"].is_array(), "checks is a (possibly empty) list");
+    assert_eq!(r["op"], "sub");
+    assert!(!dir.exists("out.npy"));
+}
+
+#[test]
+fn report_on_validation_failure_lists_all_seven_checks() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[2, 3], &[1.0f32; 6]));
+    dir.write("b.npy", &npy(&[2, 3], &[H(0x3c00); 6]));
+    let r = run_invalid(&dir, &["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]);
+    assert_seven_checks(&r, &CHECKS_NUMPY);
+    assert_checks(
+        &r,
+        &[
+            ("operator_available", "pass"),
+            ("datatype_supported", "pass"),
+            ("same_datatype", "fail"),
+            ("broadcastable", "pass"),
+            ("dimension_count", "pass"),
+            ("nonzero_sizes", "pass"),
+            ("element_count", "pass"),
+        ],
+    );
+    let inputs = r["inputs"].as_array().unwrap();
+    assert_eq!(inputs[0]["dtype"], "float32");
+    assert_eq!(inputs[1]["dtype"], "float16");
+}
+
+#[test]
+fn report_strides_follow_the_contract_example() {
+    let dir = Dir::new();
+    let sa = [8, 1, 6, 1];
+    let sb = [7, 1, 5];
+    dir.write("a.npy", &npy(&sa, &[1.0f32; 48]));
+    dir.write("b.npy", &npy(&sb, &[2.0f32; 35]));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "c.npy", "--report", "report.json"]).ok();
+    let r = dir.report("report.json");
+    assert_eq!(r["dml_operator"], "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE");
+    assert_eq!(u64s(&r["broadcast"]["shape"]), vec![8, 7, 6, 5]);
+    assert_eq!(u64s(&r["output"]["shape"]), vec![8, 7, 6, 5]);
+    assert_eq!(r["elements"], 1680);
+    let strides = r["broadcast"]["strides"].as_array().unwrap();
+    assert_eq!(u64s(&strides[0]), vec![6, 0, 1, 0]);
+    assert_eq!(u64s(&strides[1]), vec![0, 5, 0, 1]);
+    assert_eq!(dir.output::<f32>("c.npy", &[8, 7, 6, 5]), vec![1.0f32; 1680]);
+}
+
+#[test]
+fn report_strides_are_storage_strides_for_fortran_inputs() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy_with(&A_SHAPE, &a_values(), Layout::fortran()));
+    dir.write("b.npy", &npy(&[3, 4], &[0.0f32; 12]));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]).ok();
+    let r = dir.report("report.json");
+    assert_eq!(r["inputs"][0]["fortran_order"], true);
+    let strides = r["broadcast"]["strides"].as_array().unwrap();
+    // A [2,3,4] stored in Fortran order: first axis fastest.
+    assert_eq!(u64s(&strides[0]), vec![1, 2, 6]);
+    assert_eq!(u64s(&strides[1]), vec![0, 4, 1]);
+    assert_same_bits(&dir.output::<f32>("out.npy", &A_SHAPE), &a_values());
+}
+
+#[test]
+fn report_can_go_to_stdout() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "-"]);
+    out.ok();
+    let r = out.stdout_json();
+    assert_report_keys(&r);
+    assert_eq!(r["status"], "ok");
+    assert!(dir.exists("out.npy"));
+}
+
+#[test]
+fn report_to_stdout_with_output_to_stdout_is_a_usage_error() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "-", "--report", "-"]).expect_code(2).expect_message();
+    // Without -o the output goes to stdout (it is a pipe here), so this clashes too.
+    dir.run(&["sub", "a.npy", "b.npy", "--report", "-"]).expect_code(2).expect_message();
+}
