@@ -1,0 +1,196 @@
+//! Compiled kernels and their per-chunk buffers: the uniform `Params`, two slots of input,
+//! output and staging buffers, submission of one chunk and collection of its result.
+
+use super::*;
+
+impl Params {
+    pub(super) fn zeroed_with(n: u32, base: u32, dims: &[u32], strides: [&[u32]; 2], chunk_local: u32) -> Params {
+        let mut p: Params = bytemuck::Zeroable::zeroed();
+        p.n = n;
+        p.base = base;
+        p.rank = dims.len() as u32;
+        p.chunk_local = chunk_local;
+        p.dims[..dims.len()].copy_from_slice(dims);
+        p.strides_a[..dims.len()].copy_from_slice(strides[0]);
+        p.strides_b[..dims.len()].copy_from_slice(strides[1]);
+        p
+    }
+}
+
+pub(super) fn pad4(n: u64) -> u64 {
+    n.div_ceil(4) * 4
+}
+
+pub(super) fn buffer(d: &wgpu::Device, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    d.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: pad4(size.max(4)),
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
+pub(super) fn compute_pipeline(d: &wgpu::Device, module: &wgpu::ShaderModule) -> wgpu::ComputePipeline {
+    d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("tensorop"),
+        layout: None,
+        module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+/// One set of per-chunk buffers. Two slots let chunk k+1 be read and uploaded while chunk k is
+/// computed and downloaded.
+pub(super) struct Slot {
+    params: wgpu::Buffer,
+    /// Per-chunk input buffers (`None` where the input is resident).
+    inputs: [Option<wgpu::Buffer>; 2],
+    out: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    bind: wgpu::BindGroup,
+}
+
+/// A compiled kernel with its buffers.
+pub(super) struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    slots: Vec<Slot>,
+    per: u32,
+}
+
+impl Kernel {
+    /// Compiles the kernel; each input is either `resident` (one buffer for the whole run) or
+    /// uploaded per chunk into buffers of `chunk_bytes`; outputs are up to `out_bytes`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        gpu: &Gpu,
+        dtype: DType,
+        sem: crate::op::Semantics,
+        native: Native,
+        resident: [Option<&wgpu::Buffer>; 2],
+        chunk_bytes: [u64; 2],
+        out_bytes: u64,
+        slots: usize,
+    ) -> Result<Kernel> {
+        let src = shader::source(dtype, sem, native).ok_or_else(|| {
+            anyhow!(
+                "{} has no SHADER_F64 (64-bit floats){}, and the wgpu backend does not emulate float64; \
+                 use --backend cpu for float64",
+                gpu.info.name,
+                if gpu.tuning.emulate { " or it is masked by TENSOROP_WGPU_EMULATE" } else { "" }
+            )
+        })?;
+        let d = &gpu.device;
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("tensorop kernel"),
+            source: wgpu::ShaderSource::Wgsl(src.into()),
+        });
+        let pipeline = compute_pipeline(d, &module);
+        use wgpu::BufferUsages as U;
+        let layout = pipeline.get_bind_group_layout(0);
+        let slots = (0..slots)
+            .map(|_| {
+                let params = buffer(d, "params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
+                let inputs = [0, 1].map(|i| {
+                    resident[i].is_none().then(|| buffer(d, "input", chunk_bytes[i], U::STORAGE | U::COPY_DST))
+                });
+                let out = buffer(d, "out", out_bytes, U::STORAGE | U::COPY_SRC);
+                let staging = buffer(d, "staging", out_bytes, U::MAP_READ | U::COPY_DST);
+                let input = |i: usize| resident[i].or(inputs[i].as_ref()).map(|b| b.as_entire_binding());
+                let (Some(a), Some(b)) = (input(0), input(1)) else { unreachable!("every input has a buffer") };
+                let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("tensorop"),
+                    layout: &layout,
+                    entries: &[
+                        wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 1, resource: a },
+                        wgpu::BindGroupEntry { binding: 2, resource: b },
+                        wgpu::BindGroupEntry { binding: 3, resource: out.as_entire_binding() },
+                    ],
+                });
+                Slot { params, inputs, out, staging, bind }
+            })
+            .collect();
+        Ok(Kernel { pipeline, slots, per: elements_per_invocation(dtype, native) })
+    }
+
+    /// Uploads `params` and the per-chunk `data` into `slot`, then queues the computation of
+    /// `params.n` elements and the copy of their `out_len` bytes into the slot's staging buffer.
+    pub(super) fn submit(
+        &self,
+        gpu: &Gpu,
+        slot: usize,
+        params: &Params,
+        data: [Option<&[u8]>; 2],
+        out_len: u64,
+        timing: &mut ChunkTiming,
+    ) -> wgpu::SubmissionIndex {
+        let s = &self.slots[slot];
+        let t = Instant::now();
+        gpu.queue.write_buffer(&s.params, 0, bytemuck::bytes_of(params));
+        for (data, buf) in data.iter().zip(&s.inputs) {
+            if let (Some(data), Some(buf)) = (data, buf) {
+                write_padded(&gpu.queue, buf, data);
+            }
+        }
+
+        timing.upload += t.elapsed();
+
+        let t = Instant::now();
+        let invocations = params.n.div_ceil(self.per);
+        let groups = invocations.div_ceil(WORKGROUP).max(1);
+        let max = gpu.limits.max_compute_workgroups_per_dimension.max(1);
+        let (x, y) = if groups <= max { (groups, 1) } else { (max, groups.div_ceil(max)) };
+        let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tensorop") });
+        {
+            let mut pass = enc
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("tensorop"), timestamp_writes: None });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &s.bind, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        enc.copy_buffer_to_buffer(&s.out, 0, &s.staging, 0, pad4(out_len));
+        // Some drivers (lavapipe) execute work inside submit: count it as compute time.
+        let idx = gpu.queue.submit([enc.finish()]);
+        timing.compute += t.elapsed();
+        idx
+    }
+
+    /// Waits for `slot`'s submission `idx` and hands its `out_len` result bytes to `write`.
+    pub(super) fn collect(
+        &self,
+        gpu: &Gpu,
+        slot: usize,
+        idx: wgpu::SubmissionIndex,
+        out_len: u64,
+        timing: &mut ChunkTiming,
+        write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let (mut waited, mut wrote) = (Duration::ZERO, Duration::ZERO);
+        gpu.with_mapped(&self.slots[slot].staging, out_len, idx, &mut |bytes| {
+            waited = t.elapsed();
+            let t = Instant::now();
+            let r = write(bytes);
+            wrote = t.elapsed();
+            r
+        })?;
+        timing.compute += waited;
+        timing.write += wrote;
+        timing.download += t.elapsed().saturating_sub(waited + wrote);
+        Ok(())
+    }
+}
+
+pub(super) fn write_padded(queue: &wgpu::Queue, buf: &wgpu::Buffer, data: &[u8]) {
+    let whole = data.len() / 4 * 4;
+    if whole > 0 {
+        queue.write_buffer(buf, 0, &data[..whole]);
+    }
+    if whole < data.len() {
+        let mut tail = [0u8; 4];
+        tail[..data.len() - whole].copy_from_slice(&data[whole..]);
+        queue.write_buffer(buf, whole as u64, &tail);
+    }
+}
