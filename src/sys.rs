@@ -13,7 +13,7 @@ compile_error!(
 
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
@@ -127,7 +127,8 @@ pub fn foreign_descriptor(path: &Path) -> bool {
 }
 
 /// A new handle on this process's descriptor `fd`, sharing its file offset (as `>>` and pipes
-/// need), or the reason it cannot be had (`EBADF`: not open).
+/// need), or the reason it cannot be had (`EBADF`: not open). Standard input and output are
+/// descriptors 0 and 1: an unbuffered handle, as large binary chunks want.
 pub fn duplicate_descriptor(fd: i32) -> io::Result<File> {
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) only reads the descriptor table; an unopened `fd` gives
     // EBADF, which is returned. The new descriptor is owned by nothing else.
@@ -137,17 +138,6 @@ pub fn duplicate_descriptor(fd: i32) -> io::Result<File> {
     }
     // SAFETY: `new` was just returned by fcntl, is open and owned by no one else.
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(new) }))
-}
-
-/// Standard output as a file handle (unbuffered: chunks are large, and binary data wants no line
-/// buffering).
-pub fn stdout() -> io::Result<File> {
-    Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
-}
-
-/// Standard input as a file handle.
-pub fn stdin() -> io::Result<File> {
-    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
 }
 
 /// Opens a device, FIFO or descriptor link for writing in order: never created, never truncated

@@ -63,7 +63,7 @@ impl NpyInput {
     /// Opens `source`, parses its header and checks the data region's size.
     pub fn open(source: &Source) -> Result<NpyInput> {
         let file = match source {
-            Source::Stdin => crate::sys::stdin().context("cannot use standard input")?,
+            Source::Stdin => crate::sys::duplicate_descriptor(0).context("cannot use standard input")?,
             Source::Path(p) => File::open(p).context("cannot open the file")?,
         };
         Self::from_file(&source.label(), file)

@@ -109,8 +109,7 @@ impl Sink {
         match target {
             Target::Replace { path, existing } => Self::replace(path, existing.as_ref()),
             Target::Descriptor(fd) => {
-                let file = if fd == 1 { sys::stdout() } else { sys::duplicate_descriptor(fd) };
-                let file = file.with_context(|| match dest {
+                let file = sys::duplicate_descriptor(fd).with_context(|| match dest {
                     Destination::Stdout => "cannot use standard output".to_string(),
                     Destination::Path(p) => format!("cannot use {}: descriptor {fd} is not open", p.display()),
                 })?;
