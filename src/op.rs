@@ -1,10 +1,17 @@
 //! The operators and their arithmetic: the one place that defines what `sub` and `sqdiff`
-//! compute for each dtype (the arithmetic table in `docs/cli.md`), plus the slice kernels every
-//! backend's CPU path calls. Backends receive a [`Semantics`] value and never re-define the math.
+//! compute for each dtype (the arithmetic table in `docs/cli.md`).
+//!
+//! An operator's meaning is written once, as a [`Formula`] over three primitive [`Steps`]
+//! (subtract, multiply, round an intermediate to the element type). Each way of computing
+//! implements the steps, not the operators: the element types' Rust arithmetic ([`Arith`]), the
+//! float16 kernels' float32 lanes, and the GPU kernels' WGSL text
+//! (`backend::wgpu::shader`). Adding an operator is one [`Op`] variant, its [`Formula`], its
+//! support rows and one CLI line; `docs/adding-an-operator.md` walks through it.
 
 use crate::dtype::Element;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
+use std::marker::PhantomData;
 
 /// An element-wise operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -16,7 +23,7 @@ pub enum Op {
 }
 
 impl Op {
-    /// Both operators.
+    /// Every operator.
     pub const ALL: [Op; 2] = [Op::Sub, Op::SqDiff];
 
     /// The command name (`sub`, `sqdiff`).
@@ -34,6 +41,103 @@ impl Op {
             Op::SqDiff => "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE",
         }
     }
+
+    /// What the operator computes; `round_difference` is `--half-precision`.
+    pub const fn formula(self, round_difference: bool) -> Formula {
+        match (self, round_difference) {
+            (Op::Sub, _) => Formula::Sub,
+            (Op::SqDiff, false) => Formula::SqDiff,
+            (Op::SqDiff, true) => Formula::SqDiffRounded,
+        }
+    }
+}
+
+/// The primitive steps a [`Formula`] is written in, over values of type `V`: the element type's
+/// arithmetic type (float32 for float16), 8 float32 lanes, or a WGSL expression. Every step rounds
+/// as IEEE-754 does for floats (to nearest even, subnormals kept) and wraps for integers.
+pub trait Steps {
+    /// A value the steps work on.
+    type V: Clone;
+    /// `a - b`.
+    fn sub(&mut self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b`.
+    fn mul(&mut self, a: Self::V, b: Self::V) -> Self::V;
+    /// `v` rounded to the element type and widened back: float16's intermediate rounding, the
+    /// identity for every type computed in its own width.
+    fn round(&mut self, v: Self::V) -> Self::V;
+}
+
+/// One operator's formula: the single definition every kernel, CPU or GPU, is derived from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Formula {
+    /// `a - b`.
+    Sub,
+    /// `d = a - b; d * d`: two roundings, never a fused multiply-add.
+    SqDiff,
+    /// `d = round(a - b); d * d`: float16 `sqdiff --half-precision`.
+    SqDiffRounded,
+}
+
+impl Formula {
+    /// Every formula.
+    pub const ALL: [Formula; 3] = [Formula::Sub, Formula::SqDiff, Formula::SqDiffRounded];
+
+    /// Applies the formula to `a` and `b` with `steps`. With a constant `self` (see
+    /// [`with_formula!`]) and inlined steps, this compiles to the bare arithmetic.
+    #[inline(always)]
+    pub fn eval<S: Steps>(self, steps: &mut S, a: S::V, b: S::V) -> S::V {
+        match self {
+            Formula::Sub => steps.sub(a, b),
+            Formula::SqDiff => {
+                let d = steps.sub(a, b);
+                steps.mul(d.clone(), d)
+            }
+            Formula::SqDiffRounded => {
+                let d = steps.sub(a, b);
+                let d = steps.round(d);
+                steps.mul(d.clone(), d)
+            }
+        }
+    }
+
+    /// The formula with this [`id`](Self::id), for const-generic kernels.
+    #[inline(always)]
+    pub const fn from_id(id: u8) -> Formula {
+        match id {
+            0 => Formula::Sub,
+            1 => Formula::SqDiff,
+            _ => Formula::SqDiffRounded,
+        }
+    }
+
+    /// A number for const generics (`Formula::from_id(f.id()) == f`).
+    pub const fn id(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Expands `$body` once per formula with `$F` a `const` of that formula, so that each copy of a
+/// hot loop is compiled (and vectorised) for one formula, with no branch per element. The one
+/// place that lists the formulas for dispatch: a new variant is a compile error here.
+#[macro_export]
+macro_rules! with_formula {
+    ($formula:expr, $F:ident => $body:expr) => {
+        match $formula {
+            $crate::op::Formula::Sub => {
+                const $F: $crate::op::Formula = $crate::op::Formula::Sub;
+                $body
+            }
+            $crate::op::Formula::SqDiff => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiff;
+                $body
+            }
+            $crate::op::Formula::SqDiffRounded => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiffRounded;
+                $body
+            }
+        }
+    };
 }
 
 /// What a kernel computes: the operator and the float16 intermediate-rounding mode.
@@ -45,23 +149,29 @@ pub struct Semantics {
 }
 
 impl Semantics {
+    /// The formula a kernel applies.
+    pub fn formula(self) -> Formula {
+        self.op.formula(self.half_precision)
+    }
+
     /// Applies the operator to one pair of elements: the scalar reference every kernel matches.
     #[cfg_attr(not(test), allow(dead_code))]
-    #[inline(always)]
     pub fn scalar<T: Arith>(self, a: T, b: T) -> T {
-        match (self.op, self.half_precision) {
-            (Op::Sub, _) => T::sub(a, b),
-            (Op::SqDiff, false) => T::sqdiff(a, b),
-            (Op::SqDiff, true) => T::sqdiff_half(a, b),
-        }
+        element(self.formula(), a, b)
     }
 
     /// Computes `out[i] = op(a[i], b[i])` where each operand is a slice as long as `out` or a
     /// single broadcast value.
     pub fn apply<T: Arith>(self, out: &mut [T], a: Operand<'_, T>, b: Operand<'_, T>) {
         debug_assert!(a.fits(out.len()) && b.fits(out.len()));
-        T::apply_slices(self, out, a, b);
+        T::apply_slices(self.formula(), out, a, b);
     }
+}
+
+/// `f` on one pair of elements: widened, computed with `T`'s steps, narrowed.
+#[inline(always)]
+fn element<T: Arith>(f: Formula, a: T, b: T) -> T {
+    T::narrow(f.eval(&mut ElementSteps::<T>(PhantomData), a.widen(), b.widen()))
 }
 
 /// One operand of a slice kernel.
@@ -82,30 +192,54 @@ impl<T> Operand<'_, T> {
     }
 }
 
-/// The arithmetic of one element type.
+/// The arithmetic of one element type: the primitive [`Steps`] in the type the arithmetic is
+/// carried out in ([`Arith::Wide`]), and the slice kernel.
 pub trait Arith: Element + Copy {
-    /// `a - b`.
-    fn sub(a: Self, b: Self) -> Self;
-    /// `(a - b) * (a - b)`.
-    fn sqdiff(a: Self, b: Self) -> Self;
-    /// `sqdiff` with the difference rounded to `Self` first; the same as `sqdiff` except for
-    /// float16.
-    fn sqdiff_half(a: Self, b: Self) -> Self {
-        Self::sqdiff(a, b)
+    /// The arithmetic type: float32 for float16 (rounded to float16 once, at the end), the
+    /// element type itself otherwise.
+    type Wide: Copy;
+    /// An element in the arithmetic type (exact).
+    fn widen(self) -> Self::Wide;
+    /// A result rounded to the element type.
+    fn narrow(w: Self::Wide) -> Self;
+    /// `a - b`: IEEE for floats, wrapping for integers.
+    fn sub(a: Self::Wide, b: Self::Wide) -> Self::Wide;
+    /// `a * b`: IEEE for floats (Rust never contracts it into a fused multiply-add), wrapping
+    /// for integers.
+    fn mul(a: Self::Wide, b: Self::Wide) -> Self::Wide;
+    /// An intermediate rounded to the element type; the identity unless `Wide` is wider.
+    #[inline(always)]
+    fn round(w: Self::Wide) -> Self::Wide {
+        w
     }
-    /// The slice kernel; the default is a loop the compiler vectorises.
-    fn apply_slices(sem: Semantics, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
-        match (sem.op, sem.half_precision) {
-            (Op::Sub, _) => map2(out, a, b, Self::sub),
-            (Op::SqDiff, false) => map2(out, a, b, Self::sqdiff),
-            (Op::SqDiff, true) => map2(out, a, b, Self::sqdiff_half),
-        }
+    /// The slice kernel; the default is a loop per formula that the compiler vectorises.
+    fn apply_slices(f: Formula, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
+        with_formula!(f, F => map2(out, a, b, |x, y| element(F, x, y)))
+    }
+}
+
+/// [`Steps`] on `T`'s arithmetic type, as [`Arith`] defines them.
+struct ElementSteps<T>(PhantomData<T>);
+
+impl<T: Arith> Steps for ElementSteps<T> {
+    type V = T::Wide;
+    #[inline(always)]
+    fn sub(&mut self, a: T::Wide, b: T::Wide) -> T::Wide {
+        T::sub(a, b)
+    }
+    #[inline(always)]
+    fn mul(&mut self, a: T::Wide, b: T::Wide) -> T::Wide {
+        T::mul(a, b)
+    }
+    #[inline(always)]
+    fn round(&mut self, v: T::Wide) -> T::Wide {
+        T::round(v)
     }
 }
 
 /// `out[i] = f(a[i], b[i])`, monomorphised per operand shape so each loop vectorises.
 #[inline(always)]
-fn map2<T: Copy, F: Fn(T, T) -> T>(out: &mut [T], a: Operand<'_, T>, b: Operand<'_, T>, f: F) {
+fn map2<T: Copy, U: Copy, F: Fn(T, T) -> U>(out: &mut [U], a: Operand<'_, T>, b: Operand<'_, T>, f: F) {
     match (a, b) {
         (Operand::Slice(a), Operand::Slice(b)) => {
             for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
@@ -129,14 +263,22 @@ fn map2<T: Copy, F: Fn(T, T) -> T>(out: &mut [T], a: Operand<'_, T>, b: Operand<
 macro_rules! impl_int_arith {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            type Wide = $t;
             #[inline(always)]
-            fn sub(a: Self, b: Self) -> Self {
+            fn widen(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn narrow(w: $t) -> $t {
+                w
+            }
+            #[inline(always)]
+            fn sub(a: $t, b: $t) -> $t {
                 a.wrapping_sub(b)
             }
             #[inline(always)]
-            fn sqdiff(a: Self, b: Self) -> Self {
-                let d = a.wrapping_sub(b);
-                d.wrapping_mul(d)
+            fn mul(a: $t, b: $t) -> $t {
+                a.wrapping_mul(b)
             }
         }
     )*};
@@ -146,53 +288,70 @@ impl_int_arith!(i8, i16, i32, i64, u8, u16, u32, u64);
 macro_rules! impl_float_arith {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            type Wide = $t;
             #[inline(always)]
-            fn sub(a: Self, b: Self) -> Self {
+            fn widen(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn narrow(w: $t) -> $t {
+                w
+            }
+            #[inline(always)]
+            fn sub(a: $t, b: $t) -> $t {
                 a - b
             }
             #[inline(always)]
-            fn sqdiff(a: Self, b: Self) -> Self {
-                // Two roundings, never fused: Rust does not contract `d * d` into an FMA.
-                let d = a - b;
-                d * d
+            fn mul(a: $t, b: $t) -> $t {
+                a * b
             }
         }
     )*};
 }
 impl_float_arith!(f32, f64);
 
-/// float16 arithmetic is carried out in float32 and rounded to float16 once at the end.
+/// float16 arithmetic is carried out in float32 and rounded to float16 once at the end (and, with
+/// [`Formula::SqDiffRounded`], once more after the difference).
 impl Arith for f16 {
+    type Wide = f32;
     #[inline(always)]
-    fn sub(a: Self, b: Self) -> Self {
-        f16::from_f32(f32_sub(a.to_f32(), b.to_f32()))
+    fn widen(self) -> f32 {
+        self.to_f32()
     }
     #[inline(always)]
-    fn sqdiff(a: Self, b: Self) -> Self {
-        f16::from_f32(f32_sqdiff(a.to_f32(), b.to_f32()))
+    fn narrow(w: f32) -> f16 {
+        f16::from_f32(w)
     }
     #[inline(always)]
-    fn sqdiff_half(a: Self, b: Self) -> Self {
-        f16::from_f32(f32_sqdiff_half(a.to_f32(), b.to_f32()))
+    fn sub(a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    fn mul(a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    fn round(w: f32) -> f32 {
+        f16::from_f32(w).to_f32()
     }
 
     /// On x86-64 with F16C and AVX (detected once, [`f16_x86::available`]), one fused pass: 8 or
     /// 16 elements at a time are widened to float32, computed and rounded back to nearest even
     /// ([`f16_x86`]). Elsewhere, [`f16_blocks`].
-    fn apply_slices(sem: Semantics, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
+    fn apply_slices(f: Formula, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
         #[cfg(target_arch = "x86_64")]
         if f16_x86::available() {
             // SAFETY: `available` has checked at run time that the CPU has AVX and F16C.
-            unsafe { f16_x86::apply(sem, out, a, b) };
+            unsafe { f16_x86::apply(f, out, a, b) };
             return;
         }
-        f16_blocks(sem, out, a, b);
+        f16_blocks(f, out, a, b);
     }
 }
 
 /// The portable float16 kernel: converts blocks to float32 with `half`'s slice conversions,
-/// computes with the same scalar functions as [`Arith::sub`] etc., and converts back.
-fn f16_blocks(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
+/// computes with float16's own steps ([`Arith for f16`](Arith)) and converts back.
+fn f16_blocks(f: Formula, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
     const BLOCK: usize = 1024;
     let mut fa = [0f32; BLOCK];
     let mut fb = [0f32; BLOCK];
@@ -202,12 +361,8 @@ fn f16_blocks(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'
         let fa = widen(a, start, &mut fa[..n]);
         let fb = widen(b, start, &mut fb[..n]);
         let res = &mut [0f32; BLOCK][..n];
-        // Each arm passes a fn item (not a fn pointer) so the loop is inlined and vectorised.
-        match (sem.op, sem.half_precision) {
-            (Op::Sub, _) => map2(res, fa, fb, f32_sub),
-            (Op::SqDiff, false) => map2(res, fa, fb, f32_sqdiff),
-            (Op::SqDiff, true) => map2(res, fa, fb, f32_sqdiff_half),
-        }
+        let steps = || ElementSteps::<f16>(PhantomData);
+        with_formula!(f, F => map2(res, fa, fb, |x, y| F.eval(&mut steps(), x, y)));
         out[start..start + n].convert_from_f32_slice(res);
         start += n;
     }
@@ -223,7 +378,7 @@ fn f16_blocks(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'
 /// tests check every float16 input bit for bit against the scalar functions.
 #[cfg(target_arch = "x86_64")]
 mod f16_x86 {
-    use super::{f16, Op, Operand, Semantics};
+    use super::{f16, Formula, Operand, Steps};
     use std::arch::x86_64::*;
     use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -231,10 +386,6 @@ mod f16_x86 {
     /// 3 bits only, so `_MM_FROUND_NO_EXC` cannot be or-ed in; the conversion raises no fault
     /// either way, as every SIMD exception is masked.)
     const RNE: i32 = _MM_FROUND_TO_NEAREST_INT;
-
-    const SUB: u8 = 0;
-    const SQDIFF: u8 = 1;
-    const SQDIFF_HALF: u8 = 2;
 
     /// Whether this CPU has AVX and F16C: detected on the first call, then one relaxed load.
     pub fn available() -> bool {
@@ -256,12 +407,8 @@ mod f16_x86 {
     /// # Safety
     /// The CPU must have AVX and F16C ([`available`]).
     #[target_feature(enable = "avx,f16c")]
-    pub unsafe fn apply(sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
-        match (sem.op, sem.half_precision) {
-            (Op::Sub, _) => forms::<SUB>(out, a, b),
-            (Op::SqDiff, false) => forms::<SQDIFF>(out, a, b),
-            (Op::SqDiff, true) => forms::<SQDIFF_HALF>(out, a, b),
-        }
+    pub unsafe fn apply(f: Formula, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
+        crate::with_formula!(f, F => forms::<{ F.id() }>(out, a, b))
     }
 
     /// One loop per operand form, so the loads of a broadcast operand leave the loop.
@@ -270,27 +417,27 @@ mod f16_x86 {
     /// As [`apply`].
     #[inline]
     #[target_feature(enable = "avx,f16c")]
-    unsafe fn forms<const OP: u8>(out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
+    unsafe fn forms<const F: u8>(out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
         let none = std::ptr::null();
         match (a, b) {
             (Operand::Slice(a), Operand::Slice(b)) => {
                 let n = out.len().min(a.len()).min(b.len());
                 let zero = _mm256_setzero_ps();
                 // SAFETY: `a` and `b` hold at least `n` elements each.
-                run::<OP, false, false>(&mut out[..n], a.as_ptr(), b.as_ptr(), zero, zero);
+                run::<F, false, false>(&mut out[..n], a.as_ptr(), b.as_ptr(), zero, zero);
             }
             (Operand::Slice(a), Operand::Scalar(y)) => {
                 let n = out.len().min(a.len());
                 // SAFETY: `a` holds at least `n` elements; `b` is not read.
-                run::<OP, false, true>(&mut out[..n], a.as_ptr(), none, _mm256_setzero_ps(), splat(y));
+                run::<F, false, true>(&mut out[..n], a.as_ptr(), none, _mm256_setzero_ps(), splat(y));
             }
             (Operand::Scalar(x), Operand::Slice(b)) => {
                 let n = out.len().min(b.len());
                 // SAFETY: `b` holds at least `n` elements; `a` is not read.
-                run::<OP, true, false>(&mut out[..n], none, b.as_ptr(), splat(x), _mm256_setzero_ps());
+                run::<F, true, false>(&mut out[..n], none, b.as_ptr(), splat(x), _mm256_setzero_ps());
             }
             (Operand::Scalar(x), Operand::Scalar(y)) => {
-                let r = _mm256_cvtps_ph::<RNE>(op::<OP>(splat(x), splat(y)));
+                let r = _mm256_cvtps_ph::<RNE>(op::<F>(splat(x), splat(y)));
                 out.fill(f16::from_bits(_mm_extract_epi16::<0>(r) as u16));
             }
         }
@@ -303,19 +450,33 @@ mod f16_x86 {
         _mm256_cvtph_ps(_mm_set1_epi16(x.to_bits() as i16))
     }
 
-    /// The operator on 8 float32 lanes, rounding as the scalar functions do.
+    /// 8 float32 lanes: float16's steps ([`Arith for f16`](super::Arith)) with AVX and F16C.
+    struct Lanes;
+
+    impl Steps for Lanes {
+        type V = __m256;
+        #[inline(always)]
+        fn sub(&mut self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: only reached from `op`, which runs with AVX and F16C enabled.
+            unsafe { _mm256_sub_ps(a, b) }
+        }
+        #[inline(always)]
+        fn mul(&mut self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: as `sub`.
+            unsafe { _mm256_mul_ps(a, b) }
+        }
+        #[inline(always)]
+        fn round(&mut self, v: __m256) -> __m256 {
+            // SAFETY: as `sub`.
+            unsafe { _mm256_cvtph_ps(_mm256_cvtps_ph::<RNE>(v)) }
+        }
+    }
+
+    /// The formula with id `F` on 8 float32 lanes, rounding as the scalar steps do.
     #[inline]
     #[target_feature(enable = "avx,f16c")]
-    unsafe fn op<const OP: u8>(x: __m256, y: __m256) -> __m256 {
-        let d = _mm256_sub_ps(x, y);
-        match OP {
-            SUB => d,
-            SQDIFF => _mm256_mul_ps(d, d),
-            _ => {
-                let h = _mm256_cvtph_ps(_mm256_cvtps_ph::<RNE>(d));
-                _mm256_mul_ps(h, h)
-            }
-        }
+    unsafe fn op<const F: u8>(x: __m256, y: __m256) -> __m256 {
+        Formula::from_id(F).eval(&mut Lanes, x, y)
     }
 
     /// 8 results: elements `i..i + 8` of `a` and `b` (or the splats, for a broadcast operand)
@@ -326,7 +487,7 @@ mod f16_x86 {
     /// writable for 8 elements.
     #[inline]
     #[target_feature(enable = "avx,f16c")]
-    unsafe fn step8<const OP: u8, const SA: bool, const SB: bool>(
+    unsafe fn step8<const F: u8, const SA: bool, const SB: bool>(
         o: *mut f16,
         a: *const f16,
         b: *const f16,
@@ -336,7 +497,7 @@ mod f16_x86 {
     ) {
         let x = if SA { sa } else { _mm256_cvtph_ps(_mm_loadu_si128(a.add(i).cast())) };
         let y = if SB { sb } else { _mm256_cvtph_ps(_mm_loadu_si128(b.add(i).cast())) };
-        _mm_storeu_si128(o.cast(), _mm256_cvtps_ph::<RNE>(op::<OP>(x, y)));
+        _mm_storeu_si128(o.cast(), _mm256_cvtps_ph::<RNE>(op::<F>(x, y)));
     }
 
     /// The loop over `out`: 16 elements per iteration, then 8, then the last 0-7 through
@@ -347,7 +508,7 @@ mod f16_x86 {
     /// operand's pointer is never read, its value is `sa` (`sb`).
     #[inline]
     #[target_feature(enable = "avx,f16c")]
-    unsafe fn run<const OP: u8, const SA: bool, const SB: bool>(
+    unsafe fn run<const F: u8, const SA: bool, const SB: bool>(
         out: &mut [f16],
         a: *const f16,
         b: *const f16,
@@ -359,13 +520,13 @@ mod f16_x86 {
         let mut i = 0;
         while i + 16 <= n {
             // SAFETY: i + 16 <= n, within every slice read or written.
-            step8::<OP, SA, SB>(o.add(i), a, b, i, sa, sb);
-            step8::<OP, SA, SB>(o.add(i + 8), a, b, i + 8, sa, sb);
+            step8::<F, SA, SB>(o.add(i), a, b, i, sa, sb);
+            step8::<F, SA, SB>(o.add(i + 8), a, b, i + 8, sa, sb);
             i += 16;
         }
         if i + 8 <= n {
             // SAFETY: i + 8 <= n.
-            step8::<OP, SA, SB>(o.add(i), a, b, i, sa, sb);
+            step8::<F, SA, SB>(o.add(i), a, b, i, sa, sb);
             i += 8;
         }
         let m = n - i;
@@ -378,7 +539,7 @@ mod f16_x86 {
             if !SB {
                 std::ptr::copy_nonoverlapping(b.add(i), tb.as_mut_ptr(), m);
             }
-            step8::<OP, SA, SB>(to.as_mut_ptr(), ta.as_ptr(), tb.as_ptr(), 0, sa, sb);
+            step8::<F, SA, SB>(to.as_mut_ptr(), ta.as_ptr(), tb.as_ptr(), 0, sa, sb);
             out[i..].copy_from_slice(&to[..m]);
         }
     }
@@ -394,26 +555,6 @@ fn widen<'a>(op: Operand<'_, f16>, start: usize, buf: &'a mut [f32]) -> Operand<
         }
         Operand::Scalar(x) => Operand::Scalar(x.to_f32()),
     }
-}
-
-/// float16 `sub` in float32: `f32(a) - f32(b)`.
-#[inline(always)]
-fn f32_sub(a: f32, b: f32) -> f32 {
-    a - b
-}
-
-/// float16 `sqdiff` in float32: `d = f32(a) - f32(b); d * d`.
-#[inline(always)]
-fn f32_sqdiff(a: f32, b: f32) -> f32 {
-    let d = a - b;
-    d * d
-}
-
-/// float16 `sqdiff` with `--half-precision`: `h = f16(f32(a) - f32(b)); f32(h) * f32(h)`.
-#[inline(always)]
-fn f32_sqdiff_half(a: f32, b: f32) -> f32 {
-    let h = f16::from_f32(a - b).to_f32();
-    h * h
 }
 
 #[cfg(test)]
@@ -461,7 +602,7 @@ mod tests {
     /// CPU has it) or the portable block kernel.
     type F16Kernel = fn(Semantics, &mut [f16], Operand<'_, f16>, Operand<'_, f16>);
     const F16_KERNELS: [(&str, F16Kernel); 2] =
-        [("dispatched", |s, o, a, b| s.apply(o, a, b)), ("blocks", |s, o, a, b| f16_blocks(s, o, a, b))];
+        [("dispatched", |s, o, a, b| s.apply(o, a, b)), ("blocks", |s, o, a, b| f16_blocks(s.formula(), o, a, b))];
 
     #[test]
     fn float16_scalar_reference_matches_software_conversions_bit_for_bit() {

@@ -1,17 +1,25 @@
-//! WGSL for the wgpu backend, generated per dtype, operator and the shader features the device
-//! offers ([`Native`]). Native kernels use the device's types: `f16` (SHADER_F16, converted to
-//! and from `f32` around float32 arithmetic), `u64` (SHADER_INT64, wrapping arithmetic for both
-//! signed and unsigned) and `f64` (SHADER_F64). Without those features every dtype but float64 is
-//! processed on `u32` words: 8- and 16-bit elements are packed four or two to a word and each
-//! invocation owns whole output words (WGSL has no 8- or 16-bit integer types, so these are always
-//! packed); 64-bit integers are `vec2<u32>` with a borrow and a wrapping square built from 16-bit
-//! limbs; float16 is widened to float32 and rounded back to nearest-even with integer operations,
-//! so the result does not depend on how a device rounds conversions. Broadcasting uses the CPU
-//! backend's stride plan, passed in the uniform block, with an optional list of input intervals
-//! per chunk for broadcast inputs streamed in windows (see [`super::window`]).
+//! WGSL for the wgpu backend. Every kernel is composed the same way, by [`source`], from three
+//! independent parts in `wgsl/`, after a generated prelude of constants and type aliases:
+//!
+//! - **shared** (`params.wgsl`): the uniform block, the buffers, and the offset helpers that
+//!   follow the CPU backend's stride plan (with an optional list of input intervals per chunk
+//!   for broadcast inputs streamed in windows, see [`super::window`]);
+//! - **storage**: how elements sit in buffer words and the entry point. `direct.wgsl` (one
+//!   element per word) or `words64.wgsl` (a 64-bit element as two u32 words), both with the
+//!   per-element entry point `element.wgsl`; or `packed.wgsl` (8- and 16-bit elements packed
+//!   four or two to a u32 word, since WGSL has no 8- or 16-bit integers);
+//! - **arithmetic**: the element's arithmetic type `Wide` with `widen`, `narrow` and the three
+//!   primitive steps (`step_sub`, `step_mul`, `step_round`) of [`crate::op::Steps`], one file per
+//!   kind: native `f16`, `u64` and `f64` where the device has them, and otherwise float16 on its
+//!   bits (rounded to nearest even with integer operations, whatever the device's conversions
+//!   do) and 64-bit integers on `vec2<u32>` words;
+//!
+//! and one generated function, `op`, which is the operator's [`Formula`] evaluated over WGSL
+//! text: the same definition the CPU kernels compile, so a kernel cannot compute a different
+//! operator than the CPU. Parts refer to each other only by the names listed in their headers.
 
 use crate::dtype::DType;
-use crate::op::{Op, Semantics};
+use crate::op::{Formula, Semantics, Steps};
 
 /// The most dimensions the uniform block holds (the largest rank any level accepts, `none`'s 32).
 pub const MAX_RANK: usize = 32;
@@ -33,17 +41,8 @@ pub struct Native {
     pub f64: bool,
 }
 
-/// Output elements each invocation computes.
-pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
-    match dtype.size() {
-        1 => 4,
-        2 if dtype == DType::F16 && native.f16 => 1,
-        2 => 2,
-        _ => 1,
-    }
-}
-
-/// The uniform block, as the host fills it (2976 bytes).
+/// The uniform block, as the host fills it (2976 bytes): `Params` in `wgsl/params.wgsl`, member
+/// for member, which the tests check by reflection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
@@ -56,10 +55,10 @@ pub struct Params {
     pub chunk_local: u32,
     /// Bit i set: input i is uploaded per chunk as the intervals in `intervals[i]`.
     pub windowed: u32,
-    /// Number of intervals used in `intervals[i]`.
-    pub interval_count: [u32; 2],
     /// 1: offsets are computed in 64 bits from `base_coords` (outputs of 2^32 elements or more).
     pub wide: u32,
+    /// Number of intervals used in `intervals[i]`.
+    pub interval_count: [u32; 2],
     pub dims: [u32; MAX_RANK],
     /// Low words of the element strides.
     pub strides_a: [u32; MAX_RANK],
@@ -73,355 +72,132 @@ pub struct Params {
     pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
 }
 
-const COMMON: &str = r#"
-struct Params {
-    n: u32,
-    base: u32,
-    rank: u32,
-    chunk_local: u32,
-    windowed: u32,
-    count_a: u32,
-    count_b: u32,
-    wide: u32,
-    dims: array<vec4<u32>, 8>,
-    sa: array<vec4<u32>, 8>,
-    sb: array<vec4<u32>, 8>,
-    bc: array<vec4<u32>, 8>,
-    sah: array<vec4<u32>, 8>,
-    sbh: array<vec4<u32>, 8>,
-    ia: array<vec4<u32>, NINTERVALS>,
-    ib: array<vec4<u32>, NINTERVALS>,
+/// The shared part of every kernel.
+const PARAMS: &str = include_str!("wgsl/params.wgsl");
+
+/// How a kernel stores elements: the storage part and its entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Storage {
+    /// One element per buffer word of type `word`.
+    Direct { word: &'static str },
+    /// A 64-bit element as two u32 words.
+    Words64,
+    /// `lanes` elements of `32 / lanes` bits per u32 word.
+    Packed { lanes: u32 },
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> A: array<ELEM>;
-@group(0) @binding(2) var<storage, read> B: array<ELEM>;
-@group(0) @binding(3) var<storage, read_write> O: array<ELEM>;
-
-// Element offsets of both inputs for chunk position l.
-fn offsets(l: u32) -> vec2<u32> {
-    var oa = l;
-    var ob = l;
-    if (p.chunk_local != 3u) {
-        var xa = vec2<u32>(0u, 0u);
-        var xb = vec2<u32>(0u, 0u);
-        if (p.wide == 0u) {
-            // Flat output index and every offset fit in u32.
-            var rem = p.base + l;
-            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
-                let q = u32(k) >> 2u;
-                let r = u32(k) & 3u;
-                let d = p.dims[q][r];
-                let i = rem % d;
-                rem = rem / d;
-                xa.x = xa.x + i * p.sa[q][r];
-                xb.x = xb.x + i * p.sb[q][r];
-            }
-        } else {
-            // Outputs of 2^32 elements or more: the chunk's first coordinates plus l's, with
-            // carries, and 64-bit offsets.
-            var rem = l;
-            var carry = 0u;
-            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
-                let q = u32(k) >> 2u;
-                let r = u32(k) & 3u;
-                let d = p.dims[q][r];
-                let base = p.bc[q][r];
-                let t = base + rem % d;
-                rem = rem / d;
-                let t2 = t + carry;
-                var c = t2;
-                carry = 0u;
-                if (t < base || t2 < t || t2 >= d) {
-                    c = t2 - d;
-                    carry = 1u;
-                }
-                xa = add64(xa, mul64(c, vec2<u32>(p.sa[q][r], p.sah[q][r])));
-                xb = add64(xb, mul64(c, vec2<u32>(p.sb[q][r], p.sbh[q][r])));
-            }
-        }
-        if ((p.chunk_local & 1u) == 0u) {
-            oa = xa.x;
-            if ((p.windowed & 1u) != 0u) { oa = window_a(xa); }
-        }
-        if ((p.chunk_local & 2u) == 0u) {
-            ob = xb.x;
-            if ((p.windowed & 2u) != 0u) { ob = window_b(xb); }
+impl Storage {
+    /// The WGSL parts, after the prelude and the shared part.
+    fn parts(self) -> &'static [&'static str] {
+        match self {
+            Storage::Direct { .. } => &[include_str!("wgsl/direct.wgsl"), include_str!("wgsl/element.wgsl")],
+            Storage::Words64 => &[include_str!("wgsl/words64.wgsl"), include_str!("wgsl/element.wgsl")],
+            Storage::Packed { .. } => &[include_str!("wgsl/packed.wgsl")],
         }
     }
-    return vec2<u32>(oa, ob);
-}
 
-// The full 64-bit product of two u32, from 16-bit limbs.
-fn mul32(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xffffu;
-    let a1 = a >> 16u;
-    let b0 = b & 0xffffu;
-    let b1 = b >> 16u;
-    let p00 = a0 * b0;
-    let p01 = a0 * b1;
-    let p10 = a1 * b0;
-    let p11 = a1 * b1;
-    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-    let lo = (p00 & 0xffffu) | (mid << 16u);
-    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
-    return vec2<u32>(lo, hi);
-}
-
-// c * s modulo 2^64.
-fn mul64(c: u32, s: vec2<u32>) -> vec2<u32> {
-    let ll = mul32(c, s.x);
-    return vec2<u32>(ll.x, ll.y + c * s.y);
-}
-
-fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let lo = a.x + b.x;
-    return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
-}
-
-// Position in the uploaded window of 64-bit input offset x: the last interval starting at or
-// before x.
-fn window_a(x: vec2<u32>) -> u32 {
-    var lo = 0u;
-    var hi = p.count_a;
-    while (hi - lo > 1u) {
-        let mid = (lo + hi) / 2u;
-        let iv = p.ia[mid];
-        if (iv.y < x.y || (iv.y == x.y && iv.x <= x.x)) { lo = mid; } else { hi = mid; }
-    }
-    return p.ia[lo].z + (x.x - p.ia[lo].x);
-}
-"#;
-
-const F16: &str = r#"
-// float16 bits -> float32, exactly (float16 subnormals are normal float32 values).
-fn h2f(h: u32) -> f32 {
-    let s = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0u) {
-        let v = f32(m) * 5.9604644775390625e-8;
-        return bitcast<f32>(bitcast<u32>(v) | s);
-    }
-    if (e == 31u) {
-        return bitcast<f32>(s | 0x7f800000u | (m << 13u));
-    }
-    return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
-}
-
-// float32 -> float16 bits, rounded to nearest even with integer operations.
-fn f2h(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    let s = (x >> 16u) & 0x8000u;
-    let ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) {
-        return s | 0x7e00u | ((ax >> 13u) & 0x3ffu);
-    }
-    if (ax >= 0x477ff000u) {
-        return s | 0x7c00u;
-    }
-    if (ax >= 0x38800000u) {
-        let r = ax + 0xfffu + ((ax >> 13u) & 1u);
-        return s | ((r - 0x38000000u) >> 13u);
-    }
-    let e = ax >> 23u;
-    if (e < 102u) {
-        return s;
-    }
-    let m = (ax & 0x7fffffu) | 0x800000u;
-    let shift = 126u - e;
-    let q = m >> shift;
-    let rem = m & ((1u << shift) - 1u);
-    let half = 1u << (shift - 1u);
-    var r = q;
-    if (rem > half || (rem == half && (q & 1u) == 1u)) {
-        r = q + 1u;
-    }
-    return s | r;
-}
-"#;
-
-const I64: &str = r#"
-fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    let lo = a.x - b.x;
-    let borrow = select(0u, 1u, a.x < b.x);
-    return vec2<u32>(lo, a.y - b.y - borrow);
-}
-
-// d * d modulo 2^64.
-fn sq64(d: vec2<u32>) -> vec2<u32> {
-    let ll = mul32(d.x, d.x);
-    let cross = d.x * d.y;
-    return vec2<u32>(ll.x, ll.y + cross + cross);
-}
-"#;
-
-/// The scalar operation on element bits, as a WGSL function `op(a, b)`.
-fn op_fn(dtype: DType, sem: Semantics) -> String {
-    let sq = sem.op == Op::SqDiff;
-    match dtype {
-        DType::F32 => {
-            let body = if sq {
-                "let d = bitcast<f32>(a) - bitcast<f32>(b);\n    return bitcast<u32>(d * d);"
-            } else {
-                "return bitcast<u32>(bitcast<f32>(a) - bitcast<f32>(b));"
-            };
-            format!("fn op(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n")
-        }
-        DType::F16 => {
-            let body = match (sq, sem.half_precision) {
-                (false, _) => "return f2h(h2f(a) - h2f(b));",
-                (true, false) => "let d = h2f(a) - h2f(b);\n    return f2h(d * d);",
-                (true, true) => "let h = h2f(f2h(h2f(a) - h2f(b)));\n    return f2h(h * h);",
-            };
-            format!("{F16}\nfn op(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n")
-        }
-        DType::I64 | DType::U64 => {
-            let body = if sq { "return sq64(sub64(a, b));" } else { "return sub64(a, b);" };
-            format!("{I64}\nfn op(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {{\n    {body}\n}}\n")
-        }
-        // Wrapping integer arithmetic is the same on the low bits for signed and unsigned.
-        _ => {
-            let body = if sq { "let d = a - b;\n    return d * d;" } else { "return a - b;" };
-            format!("fn op(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n")
+    /// `(Word, Elem)`: the buffers' element type and the type `op` takes.
+    fn types(self) -> (&'static str, &'static str) {
+        match self {
+            Storage::Direct { word } => (word, word),
+            Storage::Words64 => ("u32", "vec2<u32>"),
+            Storage::Packed { .. } => ("u32", "u32"),
         }
     }
 }
 
-/// The uniform block's declarations and the offset helpers, for elements of WGSL type `elem`.
-fn common(elem: &str) -> String {
-    let window_b = COMMON[COMMON.find("fn window_a").unwrap_or(0)..].replace("window_a", "window_b");
-    let window_b = window_b.replace("p.ia", "p.ib").replace("p.count_a", "p.count_b");
-    let head = COMMON.replace("ELEM", elem).replace("NINTERVALS", &MAX_INTERVALS.to_string());
-    format!("{head}\n{window_b}")
+/// The kernel for one dtype with the device's native features: `(storage, arithmetic part)`.
+/// float64 needs SHADER_F64; without it there is no kernel (`None`).
+fn kind(dtype: DType, native: Native) -> Option<(Storage, &'static str)> {
+    use DType::*;
+    const INT32: &str = include_str!("wgsl/int32.wgsl");
+    let u32_word = Storage::Direct { word: "u32" };
+    Some(match dtype {
+        I8 | U8 => (Storage::Packed { lanes: 4 }, INT32),
+        I16 | U16 => (Storage::Packed { lanes: 2 }, INT32),
+        I32 | U32 => (u32_word, INT32),
+        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, include_str!("wgsl/int64.wgsl")),
+        I64 | U64 => (Storage::Words64, include_str!("wgsl/int64_words.wgsl")),
+        F16 if native.f16 => (Storage::Direct { word: "f16" }, include_str!("wgsl/float16.wgsl")),
+        F16 => (Storage::Packed { lanes: 2 }, include_str!("wgsl/float16_bits.wgsl")),
+        F32 => (u32_word, include_str!("wgsl/float32.wgsl")),
+        F64 if native.f64 => (Storage::Direct { word: "f64" }, include_str!("wgsl/float64.wgsl")),
+        F64 => return None,
+    })
 }
 
-/// The WGSL source of the kernel for `dtype` and `sem` with the `native` features. float64 needs
-/// SHADER_F64; without it there is no kernel (`None`).
+/// Output elements each invocation computes.
+pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
+    match kind(dtype, native) {
+        Some((Storage::Packed { lanes }, _)) => lanes,
+        _ => 1,
+    }
+}
+
+/// The WGSL source of the kernel for `dtype` and `sem` with the `native` features: the prelude,
+/// the shared part, the storage parts, the arithmetic part and `op`, in that order (WGSL
+/// declarations may be used before they appear, so only `enable` has to come first).
 pub fn source(dtype: DType, sem: Semantics, native: Native) -> Option<String> {
-    match dtype {
-        DType::F64 => return native.f64.then(|| f64_source(sem)),
-        DType::F16 if native.f16 => return Some(f16_source(sem)),
-        DType::I64 | DType::U64 if native.int64 => return Some(int64_source(sem)),
-        _ => {}
+    let (storage, arith) = kind(dtype, native)?;
+    let (word, elem) = storage.types();
+    let mut src = String::new();
+    if word == "f16" {
+        src.push_str("enable f16;\n");
     }
-    let size = dtype.size();
-    let main = match size {
-        1 | 2 | 4 => {
-            let epw = elements_per_invocation(dtype, Native::default());
-            let bits = size * 8;
-            let (load, mask) = match size {
-                1 => ("(X[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu", "0xffu"),
-                2 => ("(X[o >> 1u] >> ((o & 1u) * 16u)) & 0xffffu", "0xffffu"),
-                _ => ("X[o]", "0xffffffffu"),
-            };
-            let load_a = load.replace('X', "A");
-            let load_b = load.replace('X', "B");
-            format!(
-                r#"
-@compute @workgroup_size({WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let w = gid.x + gid.y * nwg.x * {WORKGROUP}u;
-    if (w * {epw}u >= p.n) {{
-        return;
-    }}
-    var word = 0u;
-    for (var j = 0u; j < {epw}u; j = j + 1u) {{
-        let l = w * {epw}u + j;
-        if (l < p.n) {{
-            let offs = offsets(l);
-            var o = offs.x;
-            let a = {load_a};
-            o = offs.y;
-            let b = {load_b};
-            word = word | ((op(a, b) & {mask}) << (j * {bits}u));
-        }}
-    }}
-    O[w] = word;
-}}
-"#
-            )
-        }
-        8 => element_main(
-            "let a = vec2<u32>(A[2u * offs.x], A[2u * offs.x + 1u]);
-    let b = vec2<u32>(B[2u * offs.y], B[2u * offs.y + 1u]);
-    let r = op(a, b);
-    O[2u * l] = r.x;
-    O[2u * l + 1u] = r.y;",
-        ),
-        _ => return None,
-    };
-    Some(format!("{}\n{}\n{main}", common("u32"), op_fn(dtype, sem)))
+    src.push_str(&format!(
+        "const WORKGROUP: u32 = {WORKGROUP}u;\nconst MAX_INTERVALS: u32 = {MAX_INTERVALS}u;\n\
+         alias Word = {word};\nalias Elem = {elem};\n"
+    ));
+    if let Storage::Packed { lanes } = storage {
+        src.push_str(&format!("const LANES: u32 = {lanes}u;\nconst BITS: u32 = {}u;\n", 32 / lanes));
+    }
+    for part in [PARAMS].iter().chain(storage.parts()).chain([&arith]) {
+        src.push('\n');
+        src.push_str(part);
+    }
+    src.push('\n');
+    src.push_str(&op_function(sem.formula()));
+    Some(src)
 }
 
-/// float64 with the device's native 64-bit floats (IEEE add, subtract and multiply are correctly
-/// rounded in Vulkan, Metal and DX12).
-fn f64_source(sem: Semantics) -> String {
-    let body = match sem.op {
-        Op::Sub => "O[l] = A[offs.x] - B[offs.y];",
-        Op::SqDiff => "let d = A[offs.x] - B[offs.y];\n    O[l] = d * d;",
-    };
-    format!("{}\n{}", common("f64"), element_main(body))
+/// [`Steps`] over WGSL: each step appends a `let` to the function body and names its value.
+struct WgslSteps {
+    body: String,
+    values: usize,
 }
 
-/// 64-bit integers with the device's `u64`: wrapping subtraction and multiplication give the same
-/// bits for signed and unsigned elements.
-fn int64_source(sem: Semantics) -> String {
-    let body = match sem.op {
-        Op::Sub => "O[l] = A[offs.x] - B[offs.y];",
-        Op::SqDiff => "let d = A[offs.x] - B[offs.y];\n    O[l] = d * d;",
-    };
-    format!("{}\n{}", common("u64"), element_main(body))
+impl WgslSteps {
+    fn bind(&mut self, expr: String) -> String {
+        let name = format!("v{}", self.values);
+        self.values += 1;
+        self.body.push_str(&format!("    let {name} = {expr};\n"));
+        name
+    }
 }
 
-/// float16 with the device's `f16` storage and conversions, arithmetic in float32 exactly as
-/// `docs/cli.md`, "Arithmetic", says. Used only when the conversion probe matched the CPU (see `Gpu::native`).
-fn f16_source(sem: Semantics) -> String {
-    let body = match (sem.op, sem.half_precision) {
-        (Op::Sub, _) => "O[l] = f16(f32(A[offs.x]) - f32(B[offs.y]));",
-        (Op::SqDiff, false) => "let d = f32(A[offs.x]) - f32(B[offs.y]);\n    O[l] = f16(d * d);",
-        (Op::SqDiff, true) => "let h = f32(f16(f32(A[offs.x]) - f32(B[offs.y])));\n    O[l] = f16(h * h);",
-    };
-    format!("enable f16;\n{}\n{}", common("f16"), element_main(body))
+impl Steps for WgslSteps {
+    type V = String;
+    fn sub(&mut self, a: String, b: String) -> String {
+        self.bind(format!("step_sub({a}, {b})"))
+    }
+    fn mul(&mut self, a: String, b: String) -> String {
+        self.bind(format!("step_mul({a}, {b})"))
+    }
+    fn round(&mut self, v: String) -> String {
+        self.bind(format!("step_round({v})"))
+    }
+}
+
+/// `fn op(a: Elem, b: Elem) -> Elem`: the formula on the widened elements, narrowed.
+fn op_function(formula: Formula) -> String {
+    let mut steps = WgslSteps { body: String::new(), values: 0 };
+    let result = formula.eval(&mut steps, "widen(a)".into(), "widen(b)".into());
+    format!("// {formula:?}\nfn op(a: Elem, b: Elem) -> Elem {{\n{}    return narrow({result});\n}}\n", steps.body)
 }
 
 /// The probe for native float16: `Y[i] = f16(X[i])` and `Z[i] = f32(H[i])`, compared on the
 /// host with the CPU's exact conversions.
-pub const F16_PROBE: &str = r#"
-enable f16;
-@group(0) @binding(0) var<storage, read> X: array<f32>;
-@group(0) @binding(1) var<storage, read_write> Y: array<f16>;
-@group(0) @binding(2) var<storage, read> H: array<f16>;
-@group(0) @binding(3) var<storage, read_write> Z: array<f32>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * 256u;
-    if (i < arrayLength(&X)) {
-        Y[i] = f16(X[i]);
-    }
-    if (i < arrayLength(&H)) {
-        Z[i] = f32(H[i]);
-    }
-}
-"#;
-
-/// An entry point where each invocation computes one element `l`; `body` sees `l` and `offs`.
-fn element_main(body: &str) -> String {
-    format!(
-        r#"
-@compute @workgroup_size({WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let l = gid.x + gid.y * nwg.x * {WORKGROUP}u;
-    if (l >= p.n) {{
-        return;
-    }}
-    let offs = offsets(l);
-    {body}
-}}
-"#
-    )
-}
+pub const F16_PROBE: &str = include_str!("wgsl/probe_f16.wgsl");
 
 #[cfg(test)]
 mod tests {
@@ -436,6 +212,8 @@ mod tests {
             .validate(&module)
             .unwrap_or_else(|e| panic!("{what}: {e:?}"));
     }
+
+    use crate::op::Op;
 
     #[test]
     fn every_supported_kernel_is_valid_wgsl() {
@@ -457,8 +235,53 @@ mod tests {
         validate(F16_PROBE, "f16 probe");
     }
 
+    /// `Params` in WGSL, read back by naga: each member's name, byte offset and size, as the
+    /// device sees them under WGSL's uniform layout rules.
+    fn wgsl_params() -> Vec<(String, u32, u32)> {
+        let src = source(DType::F32, Semantics { op: Op::Sub, half_precision: false }, Native::default())
+            .expect("the float32 kernel always exists");
+        let module = naga::front::wgsl::parse_str(&src).expect("valid WGSL");
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).expect("layout");
+        let (_, ty) = module.types.iter().find(|(_, t)| t.name.as_deref() == Some("Params")).expect("Params");
+        let naga::TypeInner::Struct { members, span } = &ty.inner else { panic!("Params is not a struct") };
+        assert_eq!(*span as usize, std::mem::size_of::<Params>(), "total size");
+        members.iter().map(|m| (m.name.clone().unwrap_or_default(), m.offset, layouter[m.ty].size)).collect()
+    }
+
     #[test]
-    fn params_match_the_wgsl_layout() {
-        assert_eq!(std::mem::size_of::<Params>(), 32 + 6 * 128 + 2 * MAX_INTERVALS * 16);
+    fn params_match_the_wgsl_layout_member_for_member() {
+        use std::mem::{offset_of, size_of_val};
+        let p: Params = bytemuck::Zeroable::zeroed();
+        macro_rules! rust {
+            ($($f:ident),*) => { vec![$((stringify!($f).to_string(), offset_of!(Params, $f) as u32, size_of_val(&p.$f) as u32)),*] };
+        }
+        let rust = rust!(
+            n,
+            base,
+            rank,
+            chunk_local,
+            windowed,
+            wide,
+            interval_count,
+            dims,
+            strides_a,
+            strides_b,
+            base_coords,
+            strides_hi,
+            intervals
+        );
+        assert_eq!(wgsl_params(), rust);
+    }
+
+    #[test]
+    fn op_is_the_formula_in_wgsl() {
+        let rounded = op_function(Formula::SqDiffRounded);
+        assert!(rounded.contains("let v0 = step_sub(widen(a), widen(b));"), "{rounded}");
+        assert!(rounded.contains("let v1 = step_round(v0);"), "{rounded}");
+        assert!(rounded.contains("let v2 = step_mul(v1, v1);"), "{rounded}");
+        assert!(rounded.contains("return narrow(v2);"), "{rounded}");
+        let sub = op_function(Formula::Sub);
+        assert!(sub.contains("return narrow(v0);") && !sub.contains("step_mul"), "{sub}");
     }
 }

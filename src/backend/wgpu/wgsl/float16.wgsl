@@ -1,0 +1,26 @@
+// Arithmetic: float16 with the device's `f16` storage and conversions (SHADER_F16), computed in
+// float32 and rounded to float16 at the end, as the CPU does. Used only where the conversion
+// probe matched the CPU's exact conversions.
+
+alias Wide = f32;
+
+fn widen(x: Elem) -> Wide {
+    return f32(x);
+}
+
+fn narrow(x: Wide) -> Elem {
+    return f16(x);
+}
+
+fn step_sub(a: Wide, b: Wide) -> Wide {
+    return a - b;
+}
+
+fn step_mul(a: Wide, b: Wide) -> Wide {
+    return a * b;
+}
+
+// The intermediate rounding of `sqdiff --half-precision`.
+fn step_round(x: Wide) -> Wide {
+    return f32(f16(x));
+}

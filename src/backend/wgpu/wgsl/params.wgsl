@@ -1,0 +1,133 @@
+// The uniform block, the buffers and the offset helpers every kernel shares. `Params` has the
+// layout of `shader::Params` in Rust, member for member (a test checks it with naga).
+// Uses from the prelude: `Word`, `MAX_INTERVALS`.
+
+struct Params {
+    // Elements in this chunk.
+    n: u32,
+    // Flat output index of the chunk's first element.
+    base: u32,
+    rank: u32,
+    // Bit i set: input i is uploaded per chunk in output order (index = position in chunk).
+    chunk_local: u32,
+    // Bit i set: input i is uploaded per chunk as the intervals listed for it in `intervals`.
+    windowed: u32,
+    // 1: offsets are computed in 64 bits from `base_coords` (outputs of 2^32 elements or more).
+    wide: u32,
+    // Per input: how many of its `MAX_INTERVALS` interval slots are used.
+    interval_count: vec2<u32>,
+    dims: array<vec4<u32>, 8>,
+    // Low words of the element strides.
+    strides_a: array<vec4<u32>, 8>,
+    strides_b: array<vec4<u32>, 8>,
+    // With `wide`: the multi-index of the chunk's first element.
+    base_coords: array<vec4<u32>, 8>,
+    // With `wide`: high words of the element strides, A's then B's.
+    strides_hi: array<vec4<u32>, 16>,
+    // Per input, `MAX_INTERVALS` slots: (first input offset, low and high word; position in the
+    // uploaded buffer; unused), sorted; A's then B's.
+    intervals: array<vec4<u32>, INTERVAL_SLOTS>,
+}
+
+const INTERVAL_SLOTS: u32 = 2u * MAX_INTERVALS;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<Word>;
+@group(0) @binding(2) var<storage, read> B: array<Word>;
+@group(0) @binding(3) var<storage, read_write> O: array<Word>;
+
+// Element offsets of both inputs for chunk position l.
+fn offsets(l: u32) -> vec2<u32> {
+    var oa = l;
+    var ob = l;
+    if (p.chunk_local != 3u) {
+        var xa = vec2<u32>(0u, 0u);
+        var xb = vec2<u32>(0u, 0u);
+        if (p.wide == 0u) {
+            // Flat output index and every offset fit in u32.
+            var rem = p.base + l;
+            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+                let q = u32(k) >> 2u;
+                let r = u32(k) & 3u;
+                let d = p.dims[q][r];
+                let i = rem % d;
+                rem = rem / d;
+                xa.x = xa.x + i * p.strides_a[q][r];
+                xb.x = xb.x + i * p.strides_b[q][r];
+            }
+        } else {
+            // Outputs of 2^32 elements or more: the chunk's first coordinates plus l's, with
+            // carries, and 64-bit offsets.
+            var rem = l;
+            var carry = 0u;
+            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+                let q = u32(k) >> 2u;
+                let r = u32(k) & 3u;
+                let d = p.dims[q][r];
+                let base = p.base_coords[q][r];
+                let t = base + rem % d;
+                rem = rem / d;
+                let t2 = t + carry;
+                var c = t2;
+                carry = 0u;
+                if (t < base || t2 < t || t2 >= d) {
+                    c = t2 - d;
+                    carry = 1u;
+                }
+                xa = add64(xa, mul_wide(c, vec2<u32>(p.strides_a[q][r], p.strides_hi[q][r])));
+                xb = add64(xb, mul_wide(c, vec2<u32>(p.strides_b[q][r], p.strides_hi[8u + q][r])));
+            }
+        }
+        if ((p.chunk_local & 1u) == 0u) {
+            oa = xa.x;
+            if ((p.windowed & 1u) != 0u) { oa = window(0u, xa); }
+        }
+        if ((p.chunk_local & 2u) == 0u) {
+            ob = xb.x;
+            if ((p.windowed & 2u) != 0u) { ob = window(1u, xb); }
+        }
+    }
+    return vec2<u32>(oa, ob);
+}
+
+// The full 64-bit product of two u32, from 16-bit limbs.
+fn mul32(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    let lo = (p00 & 0xffffu) | (mid << 16u);
+    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+    return vec2<u32>(lo, hi);
+}
+
+// c * s modulo 2^64.
+fn mul_wide(c: u32, s: vec2<u32>) -> vec2<u32> {
+    let ll = mul32(c, s.x);
+    return vec2<u32>(ll.x, ll.y + c * s.y);
+}
+
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let lo = a.x + b.x;
+    return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+// Position in input i's uploaded window of its 64-bit offset x: the last interval starting at
+// or before x.
+fn window(i: u32, x: vec2<u32>) -> u32 {
+    let first = i * MAX_INTERVALS;
+    var lo = 0u;
+    var hi = p.interval_count[i];
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        let iv = p.intervals[first + mid];
+        if (iv.y < x.y || (iv.y == x.y && iv.x <= x.x)) { lo = mid; } else { hi = mid; }
+    }
+    let iv = p.intervals[first + lo];
+    return iv.z + (x.x - iv.x);
+}
