@@ -172,15 +172,53 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
     }
 }
 
+/// Runs `job` on elements of type `T`: loads the resident inputs, then computes and writes the
+/// chunks on this thread or on worker threads.
 fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
-    let total = job.iter.count();
-    let chunk = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
-    let n_chunks = total.div_ceil(chunk as u64);
-    let threads = job.threads.min(usize::try_from(n_chunks).unwrap_or(usize::MAX)).max(1);
+    let chunks = Chunks::new::<T>(job.iter.count());
+    let threads = job.threads.min(usize::try_from(chunks.count).unwrap_or(usize::MAX)).max(1);
     let mut stats = Stats { threads_used: threads, ..Stats::default() };
 
-    // Inputs not read in output order are loaded whole when small (or unavoidable).
     let t = Instant::now();
+    let resident = resident_inputs::<T>(job, chunks.total)?;
+    stats.read += t.elapsed();
+
+    if threads <= 1 {
+        run_single(job, &resident, chunks, write, &mut stats)?;
+    } else {
+        run_parallel(job, &resident, chunks, threads, write, &mut stats)?;
+    }
+    Ok(stats)
+}
+
+/// How the output is cut: `count` chunks of `len` elements, the last one possibly shorter.
+#[derive(Debug, Clone, Copy)]
+struct Chunks {
+    /// Output elements in all.
+    total: u64,
+    /// Elements per chunk ([`CHUNK_BYTES`] worth).
+    len: usize,
+    /// Chunks in all.
+    count: u64,
+}
+
+impl Chunks {
+    /// The chunks of a `total`-element output of `T`.
+    fn new<T>(total: u64) -> Chunks {
+        let len = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
+        Chunks { total, len, count: total.div_ceil(len as u64) }
+    }
+
+    /// Chunk `c`'s first output element and length.
+    fn range(self, c: u64) -> (u64, usize) {
+        let start = c * self.len as u64;
+        (start, (self.total - start).min(self.len as u64) as usize)
+    }
+}
+
+/// Loads whole, in storage order, the inputs that are not read in output order and are small
+/// (or unavoidable: strided Fortran order); the others stay `None` and stream.
+fn resident_inputs<T: Arith>(job: &Job, total: u64) -> Result<[Option<Vec<T>>; 2]> {
     let mut resident: [Option<Vec<T>>; 2] = [None, None];
     for (i, slot) in resident.iter_mut().enumerate() {
         let input = job.inputs[i];
@@ -192,58 +230,78 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
             *slot = Some(v);
         }
     }
-    stats.read += t.elapsed();
+    Ok(resident)
+}
 
-    let make_worker = || Worker {
-        sem: job.sem,
-        iter: &job.iter,
-        readers: [0, 1].map(|i| Reader {
-            src: match &resident[i] {
-                Some(v) => Source::Resident(v.as_slice()),
-                None => Source::Window {
-                    input: job.inputs[i],
-                    total: job.inputs[i].header.elements,
-                    buf: Vec::with_capacity(chunk),
-                    lo: 0,
-                    len: 0,
+impl<'a, T: Arith> Worker<'a, T> {
+    /// A worker reading the resident inputs from memory and the others through windows of
+    /// `chunk` elements.
+    fn new(job: &'a Job, resident: &'a [Option<Vec<T>>; 2], chunk: usize) -> Self {
+        Worker {
+            sem: job.sem,
+            iter: &job.iter,
+            readers: [0, 1].map(|i| Reader {
+                src: match &resident[i] {
+                    Some(v) => Source::Resident(v.as_slice()),
+                    None => Source::Window {
+                        input: job.inputs[i],
+                        total: job.inputs[i].header.elements,
+                        buf: Vec::with_capacity(chunk),
+                        lo: 0,
+                        len: 0,
+                    },
                 },
-            },
-            gather: Vec::new(),
-            read_time: Duration::ZERO,
-        }),
-        compute_time: Duration::ZERO,
-    };
-    let chunk_range = |c: u64| {
-        let start = c * chunk as u64;
-        (start, (total - start).min(chunk as u64) as usize)
-    };
-    let mut timed_write = |bytes: &[u8], stats: &mut Stats| -> Result<()> {
-        let t = Instant::now();
-        let r = write(bytes);
-        stats.write += t.elapsed();
-        r
-    };
-
-    if threads <= 1 {
-        // Small or single-threaded work: no threads, one buffer.
-        let mut w = make_worker();
-        let mut buf = vec![T::zeroed(); chunk.min(total as usize)];
-        for c in 0..n_chunks {
-            let (start, len) = chunk_range(c);
-            w.fill(start, &mut buf[..len])?;
-            to_little_endian(&mut buf[..len]);
-            timed_write(bytemuck::cast_slice(&buf[..len]), &mut stats)?;
+                gather: Vec::new(),
+                read_time: Duration::ZERO,
+            }),
+            compute_time: Duration::ZERO,
         }
-        stats.absorb(&w);
-        return Ok(stats);
     }
+}
 
+/// Hands `bytes` to `write`, adding the time it took to `stats.write`.
+fn timed_write(write: &mut dyn FnMut(&[u8]) -> Result<()>, bytes: &[u8], stats: &mut Stats) -> Result<()> {
+    let t = Instant::now();
+    let r = write(bytes);
+    stats.write += t.elapsed();
+    r
+}
+
+/// Small or single-threaded work: no threads, one buffer, chunk after chunk.
+fn run_single<T: Arith>(
+    job: &Job,
+    resident: &[Option<Vec<T>>; 2],
+    chunks: Chunks,
+    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    stats: &mut Stats,
+) -> Result<()> {
+    let mut w = Worker::new(job, resident, chunks.len);
+    let mut buf = vec![T::zeroed(); chunks.len.min(chunks.total as usize)];
+    for c in 0..chunks.count {
+        let (start, len) = chunks.range(c);
+        w.fill(start, &mut buf[..len])?;
+        to_little_endian(&mut buf[..len]);
+        timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
+    }
+    stats.absorb(&w);
+    Ok(())
+}
+
+/// `threads` workers compute chunks while this thread writes them in order.
+fn run_parallel<T: Arith>(
+    job: &Job,
+    resident: &[Option<Vec<T>>; 2],
+    chunks: Chunks,
+    threads: usize,
+    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    stats: &mut Stats,
+) -> Result<()> {
     // Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
     // flight and the chunk the writer waits for always holds a buffer: no deadlock.
     let pool = threads * 2 + 2;
     let (free_tx, free_rx) = mpsc::channel::<Vec<T>>();
     for _ in 0..pool {
-        let _ = free_tx.send(vec![T::zeroed(); chunk]);
+        let _ = free_tx.send(vec![T::zeroed(); chunks.len]);
     }
     let free_rx = Mutex::new(free_rx);
     let (done_tx, done_rx) = mpsc::channel::<Result<(u64, Vec<T>)>>();
@@ -255,7 +313,7 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
         for _ in 0..threads {
             let done_tx = done_tx.clone();
             let (free_rx, next, abort, worker_stats) = (&free_rx, &next, &abort, &worker_stats);
-            let mut w = make_worker();
+            let mut w = Worker::new(job, resident, chunks.len);
             s.spawn(move || {
                 loop {
                     let buf = match free_rx.lock().map(|rx| rx.recv()) {
@@ -263,10 +321,10 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
                         _ => break,
                     };
                     let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= n_chunks || abort.load(Ordering::Relaxed) {
+                    if c >= chunks.count || abort.load(Ordering::Relaxed) {
                         break;
                     }
-                    let (start, len) = chunk_range(c);
+                    let (start, len) = chunks.range(c);
                     let mut buf = buf;
                     buf.resize(len, T::zeroed());
                     let res = w.fill(start, &mut buf).map(|()| {
@@ -288,11 +346,11 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
         let mut pending = BTreeMap::new();
         let mut want = 0u64;
         let result = (|| -> Result<()> {
-            while want < n_chunks {
+            while want < chunks.count {
                 let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
                 pending.insert(c, buf);
                 while let Some(buf) = pending.remove(&want) {
-                    timed_write(bytemuck::cast_slice(&buf), &mut stats)?;
+                    timed_write(write, bytemuck::cast_slice(&buf), stats)?;
                     let _ = free_tx.send(buf);
                     want += 1;
                 }
@@ -310,7 +368,7 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
         stats.read += ws.read;
         stats.compute += ws.compute;
     }
-    Ok(stats)
+    Ok(())
 }
 
 impl Stats {
