@@ -287,7 +287,24 @@ fn run_single<T: Arith>(
     Ok(())
 }
 
+/// What the worker threads share: the free buffers, the next chunk index, the abort flag set
+/// when the writer fails, and the workers' summed timings.
+struct Queue<T> {
+    free_rx: Mutex<mpsc::Receiver<Vec<T>>>,
+    next: AtomicU64,
+    abort: AtomicBool,
+    worker_stats: Mutex<Stats>,
+}
+
+/// A computed chunk (its index and little-endian elements), or the error that stopped a worker.
+type Done<T> = Result<(u64, Vec<T>)>;
+
 /// `threads` workers compute chunks while this thread writes them in order.
+///
+/// Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
+/// flight and the chunk the writer waits for always holds a buffer: no deadlock. When the
+/// writer fails (a write error, or a worker's error received), it sets the abort flag and
+/// closes the channels so the workers stop.
 fn run_parallel<T: Arith>(
     job: &Job,
     resident: &[Option<Vec<T>>; 2],
@@ -296,77 +313,92 @@ fn run_parallel<T: Arith>(
     write: &mut dyn FnMut(&[u8]) -> Result<()>,
     stats: &mut Stats,
 ) -> Result<()> {
-    // Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
-    // flight and the chunk the writer waits for always holds a buffer: no deadlock.
     let pool = threads * 2 + 2;
     let (free_tx, free_rx) = mpsc::channel::<Vec<T>>();
     for _ in 0..pool {
         let _ = free_tx.send(vec![T::zeroed(); chunks.len]);
     }
-    let free_rx = Mutex::new(free_rx);
-    let (done_tx, done_rx) = mpsc::channel::<Result<(u64, Vec<T>)>>();
-    let next = AtomicU64::new(0);
-    let abort = AtomicBool::new(false);
-    let worker_stats = Mutex::new(Stats::default());
+    let queue = Queue {
+        free_rx: Mutex::new(free_rx),
+        next: AtomicU64::new(0),
+        abort: AtomicBool::new(false),
+        worker_stats: Mutex::new(Stats::default()),
+    };
+    let (done_tx, done_rx) = mpsc::channel::<Done<T>>();
 
     std::thread::scope(|s| -> Result<()> {
         for _ in 0..threads {
             let done_tx = done_tx.clone();
-            let (free_rx, next, abort, worker_stats) = (&free_rx, &next, &abort, &worker_stats);
+            let queue = &queue;
             let mut w = Worker::new(job, resident, chunks.len);
-            s.spawn(move || {
-                loop {
-                    let buf = match free_rx.lock().map(|rx| rx.recv()) {
-                        Ok(Ok(buf)) => buf,
-                        _ => break,
-                    };
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= chunks.count || abort.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let (start, len) = chunks.range(c);
-                    let mut buf = buf;
-                    buf.resize(len, T::zeroed());
-                    let res = w.fill(start, &mut buf).map(|()| {
-                        to_little_endian(&mut buf);
-                        (c, buf)
-                    });
-                    let failed = res.is_err();
-                    if done_tx.send(res).is_err() || failed {
-                        break;
-                    }
-                }
-                if let Ok(mut st) = worker_stats.lock() {
-                    st.absorb(&w);
-                }
-            });
+            s.spawn(move || work(&mut w, chunks, queue, &done_tx));
         }
         drop(done_tx);
 
-        let mut pending = BTreeMap::new();
-        let mut want = 0u64;
-        let result = (|| -> Result<()> {
-            while want < chunks.count {
-                let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
-                pending.insert(c, buf);
-                while let Some(buf) = pending.remove(&want) {
-                    timed_write(write, bytemuck::cast_slice(&buf), stats)?;
-                    let _ = free_tx.send(buf);
-                    want += 1;
-                }
-            }
-            Ok(())
-        })();
+        let result = write_in_order(chunks.count, &done_rx, &free_tx, write, stats);
         if result.is_err() {
-            abort.store(true, Ordering::Relaxed);
+            queue.abort.store(true, Ordering::Relaxed);
         }
         drop(free_tx);
         drop(done_rx);
         result
     })?;
-    if let Ok(ws) = worker_stats.into_inner() {
+    if let Ok(ws) = queue.worker_stats.into_inner() {
         stats.read += ws.read;
         stats.compute += ws.compute;
+    }
+    Ok(())
+}
+
+/// A worker thread's loop: a free buffer, then the next chunk, computed and sent to the
+/// writer, until the chunks run out, the writer aborts or hangs up, or a chunk fails (its
+/// error is sent). Its timings are then added to the shared stats.
+fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
+    loop {
+        let buf = match queue.free_rx.lock().map(|rx| rx.recv()) {
+            Ok(Ok(buf)) => buf,
+            _ => break,
+        };
+        let c = queue.next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks.count || queue.abort.load(Ordering::Relaxed) {
+            break;
+        }
+        let (start, len) = chunks.range(c);
+        let mut buf = buf;
+        buf.resize(len, T::zeroed());
+        let res = w.fill(start, &mut buf).map(|()| {
+            to_little_endian(&mut buf);
+            (c, buf)
+        });
+        let failed = res.is_err();
+        if done_tx.send(res).is_err() || failed {
+            break;
+        }
+    }
+    if let Ok(mut st) = queue.worker_stats.lock() {
+        st.absorb(w);
+    }
+}
+
+/// The writer: receives finished chunks in any order and writes them in chunk order, returning
+/// each written buffer to the free pool. Stops at the first error received or written.
+fn write_in_order<T: Arith>(
+    n_chunks: u64,
+    done_rx: &mpsc::Receiver<Done<T>>,
+    free_tx: &mpsc::Sender<Vec<T>>,
+    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    stats: &mut Stats,
+) -> Result<()> {
+    let mut pending = BTreeMap::new();
+    let mut want = 0u64;
+    while want < n_chunks {
+        let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
+        pending.insert(c, buf);
+        while let Some(buf) = pending.remove(&want) {
+            timed_write(write, bytemuck::cast_slice(&buf), stats)?;
+            let _ = free_tx.send(buf);
+            want += 1;
+        }
     }
     Ok(())
 }
