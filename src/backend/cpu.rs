@@ -172,15 +172,53 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
     }
 }
 
+/// Runs `job` on elements of type `T`: loads the resident inputs, then computes and writes the
+/// chunks on this thread or on worker threads.
 fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
-    let total = job.iter.count();
-    let chunk = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
-    let n_chunks = total.div_ceil(chunk as u64);
-    let threads = job.threads.min(usize::try_from(n_chunks).unwrap_or(usize::MAX)).max(1);
+    let chunks = Chunks::new::<T>(job.iter.count());
+    let threads = job.threads.min(usize::try_from(chunks.count).unwrap_or(usize::MAX)).max(1);
     let mut stats = Stats { threads_used: threads, ..Stats::default() };
 
-    // Inputs not read in output order are loaded whole when small (or unavoidable).
     let t = Instant::now();
+    let resident = resident_inputs::<T>(job, chunks.total)?;
+    stats.read += t.elapsed();
+
+    if threads <= 1 {
+        run_single(job, &resident, chunks, write, &mut stats)?;
+    } else {
+        run_parallel(job, &resident, chunks, threads, write, &mut stats)?;
+    }
+    Ok(stats)
+}
+
+/// How the output is cut: `count` chunks of `len` elements, the last one possibly shorter.
+#[derive(Debug, Clone, Copy)]
+struct Chunks {
+    /// Output elements in all.
+    total: u64,
+    /// Elements per chunk ([`CHUNK_BYTES`] worth).
+    len: usize,
+    /// Chunks in all.
+    count: u64,
+}
+
+impl Chunks {
+    /// The chunks of a `total`-element output of `T`.
+    fn new<T>(total: u64) -> Chunks {
+        let len = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
+        Chunks { total, len, count: total.div_ceil(len as u64) }
+    }
+
+    /// Chunk `c`'s first output element and length.
+    fn range(self, c: u64) -> (u64, usize) {
+        let start = c * self.len as u64;
+        (start, (self.total - start).min(self.len as u64) as usize)
+    }
+}
+
+/// Loads whole, in storage order, the inputs that are not read in output order and are small
+/// (or unavoidable: strided Fortran order); the others stay `None` and stream.
+fn resident_inputs<T: Arith>(job: &Job, total: u64) -> Result<[Option<Vec<T>>; 2]> {
     let mut resident: [Option<Vec<T>>; 2] = [None, None];
     for (i, slot) in resident.iter_mut().enumerate() {
         let input = job.inputs[i];
@@ -192,125 +230,177 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
             *slot = Some(v);
         }
     }
-    stats.read += t.elapsed();
+    Ok(resident)
+}
 
-    let make_worker = || Worker {
-        sem: job.sem,
-        iter: &job.iter,
-        readers: [0, 1].map(|i| Reader {
-            src: match &resident[i] {
-                Some(v) => Source::Resident(v.as_slice()),
-                None => Source::Window {
-                    input: job.inputs[i],
-                    total: job.inputs[i].header.elements,
-                    buf: Vec::with_capacity(chunk),
-                    lo: 0,
-                    len: 0,
+impl<'a, T: Arith> Worker<'a, T> {
+    /// A worker reading the resident inputs from memory and the others through windows of
+    /// `chunk` elements.
+    fn new(job: &'a Job, resident: &'a [Option<Vec<T>>; 2], chunk: usize) -> Self {
+        Worker {
+            sem: job.sem,
+            iter: &job.iter,
+            readers: [0, 1].map(|i| Reader {
+                src: match &resident[i] {
+                    Some(v) => Source::Resident(v.as_slice()),
+                    None => Source::Window {
+                        input: job.inputs[i],
+                        total: job.inputs[i].header.elements,
+                        buf: Vec::with_capacity(chunk),
+                        lo: 0,
+                        len: 0,
+                    },
                 },
-            },
-            gather: Vec::new(),
-            read_time: Duration::ZERO,
-        }),
-        compute_time: Duration::ZERO,
-    };
-    let chunk_range = |c: u64| {
-        let start = c * chunk as u64;
-        (start, (total - start).min(chunk as u64) as usize)
-    };
-    let mut timed_write = |bytes: &[u8], stats: &mut Stats| -> Result<()> {
-        let t = Instant::now();
-        let r = write(bytes);
-        stats.write += t.elapsed();
-        r
-    };
-
-    if threads <= 1 {
-        // Small or single-threaded work: no threads, one buffer.
-        let mut w = make_worker();
-        let mut buf = vec![T::zeroed(); chunk.min(total as usize)];
-        for c in 0..n_chunks {
-            let (start, len) = chunk_range(c);
-            w.fill(start, &mut buf[..len])?;
-            to_little_endian(&mut buf[..len]);
-            timed_write(bytemuck::cast_slice(&buf[..len]), &mut stats)?;
+                gather: Vec::new(),
+                read_time: Duration::ZERO,
+            }),
+            compute_time: Duration::ZERO,
         }
-        stats.absorb(&w);
-        return Ok(stats);
     }
+}
 
-    // Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
-    // flight and the chunk the writer waits for always holds a buffer: no deadlock.
+/// Hands `bytes` to `write`, adding the time it took to `stats.write`.
+fn timed_write(write: &mut dyn FnMut(&[u8]) -> Result<()>, bytes: &[u8], stats: &mut Stats) -> Result<()> {
+    let t = Instant::now();
+    let r = write(bytes);
+    stats.write += t.elapsed();
+    r
+}
+
+/// Small or single-threaded work: no threads, one buffer, chunk after chunk.
+fn run_single<T: Arith>(
+    job: &Job,
+    resident: &[Option<Vec<T>>; 2],
+    chunks: Chunks,
+    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    stats: &mut Stats,
+) -> Result<()> {
+    let mut w = Worker::new(job, resident, chunks.len);
+    let mut buf = vec![T::zeroed(); chunks.len.min(chunks.total as usize)];
+    for c in 0..chunks.count {
+        let (start, len) = chunks.range(c);
+        w.fill(start, &mut buf[..len])?;
+        to_little_endian(&mut buf[..len]);
+        timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
+    }
+    stats.absorb(&w);
+    Ok(())
+}
+
+/// What the worker threads share: the free buffers, the next chunk index, the abort flag set
+/// when the writer fails, and the workers' summed timings.
+struct Queue<T> {
+    free_rx: Mutex<mpsc::Receiver<Vec<T>>>,
+    next: AtomicU64,
+    abort: AtomicBool,
+    worker_stats: Mutex<Stats>,
+}
+
+/// A computed chunk (its index and little-endian elements), or the error that stopped a worker.
+type Done<T> = Result<(u64, Vec<T>)>;
+
+/// `threads` workers compute chunks while this thread writes them in order.
+///
+/// Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
+/// flight and the chunk the writer waits for always holds a buffer: no deadlock. When the
+/// writer fails (a write error, or a worker's error received), it sets the abort flag and
+/// closes the channels so the workers stop.
+fn run_parallel<T: Arith>(
+    job: &Job,
+    resident: &[Option<Vec<T>>; 2],
+    chunks: Chunks,
+    threads: usize,
+    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    stats: &mut Stats,
+) -> Result<()> {
     let pool = threads * 2 + 2;
     let (free_tx, free_rx) = mpsc::channel::<Vec<T>>();
     for _ in 0..pool {
-        let _ = free_tx.send(vec![T::zeroed(); chunk]);
+        let _ = free_tx.send(vec![T::zeroed(); chunks.len]);
     }
-    let free_rx = Mutex::new(free_rx);
-    let (done_tx, done_rx) = mpsc::channel::<Result<(u64, Vec<T>)>>();
-    let next = AtomicU64::new(0);
-    let abort = AtomicBool::new(false);
-    let worker_stats = Mutex::new(Stats::default());
+    let queue = Queue {
+        free_rx: Mutex::new(free_rx),
+        next: AtomicU64::new(0),
+        abort: AtomicBool::new(false),
+        worker_stats: Mutex::new(Stats::default()),
+    };
+    let (done_tx, done_rx) = mpsc::channel::<Done<T>>();
 
     std::thread::scope(|s| -> Result<()> {
         for _ in 0..threads {
             let done_tx = done_tx.clone();
-            let (free_rx, next, abort, worker_stats) = (&free_rx, &next, &abort, &worker_stats);
-            let mut w = make_worker();
-            s.spawn(move || {
-                loop {
-                    let buf = match free_rx.lock().map(|rx| rx.recv()) {
-                        Ok(Ok(buf)) => buf,
-                        _ => break,
-                    };
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= n_chunks || abort.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let (start, len) = chunk_range(c);
-                    let mut buf = buf;
-                    buf.resize(len, T::zeroed());
-                    let res = w.fill(start, &mut buf).map(|()| {
-                        to_little_endian(&mut buf);
-                        (c, buf)
-                    });
-                    let failed = res.is_err();
-                    if done_tx.send(res).is_err() || failed {
-                        break;
-                    }
-                }
-                if let Ok(mut st) = worker_stats.lock() {
-                    st.absorb(&w);
-                }
-            });
+            let queue = &queue;
+            let mut w = Worker::new(job, resident, chunks.len);
+            s.spawn(move || work(&mut w, chunks, queue, &done_tx));
         }
         drop(done_tx);
 
-        let mut pending = BTreeMap::new();
-        let mut want = 0u64;
-        let result = (|| -> Result<()> {
-            while want < n_chunks {
-                let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
-                pending.insert(c, buf);
-                while let Some(buf) = pending.remove(&want) {
-                    timed_write(bytemuck::cast_slice(&buf), &mut stats)?;
-                    let _ = free_tx.send(buf);
-                    want += 1;
-                }
-            }
-            Ok(())
-        })();
+        let result = write_in_order(chunks.count, &done_rx, &free_tx, write, stats);
         if result.is_err() {
-            abort.store(true, Ordering::Relaxed);
+            queue.abort.store(true, Ordering::Relaxed);
         }
         drop(free_tx);
         drop(done_rx);
         result
     })?;
-    if let Ok(ws) = worker_stats.into_inner() {
+    if let Ok(ws) = queue.worker_stats.into_inner() {
         stats.read += ws.read;
         stats.compute += ws.compute;
     }
-    Ok(stats)
+    Ok(())
+}
+
+/// A worker thread's loop: a free buffer, then the next chunk, computed and sent to the
+/// writer, until the chunks run out, the writer aborts or hangs up, or a chunk fails (its
+/// error is sent). Its timings are then added to the shared stats.
+fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
+    loop {
+        let buf = match queue.free_rx.lock().map(|rx| rx.recv()) {
+            Ok(Ok(buf)) => buf,
+            _ => break,
+        };
+        let c = queue.next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks.count || queue.abort.load(Ordering::Relaxed) {
+            break;
+        }
+        let (start, len) = chunks.range(c);
+        let mut buf = buf;
+        buf.resize(len, T::zeroed());
+        let res = w.fill(start, &mut buf).map(|()| {
+            to_little_endian(&mut buf);
+            (c, buf)
+        });
+        let failed = res.is_err();
+        if done_tx.send(res).is_err() || failed {
+            break;
+        }
+    }
+    if let Ok(mut st) = queue.worker_stats.lock() {
+        st.absorb(w);
+    }
+}
+
+/// The writer: receives finished chunks in any order and writes them in chunk order, returning
+/// each written buffer to the free pool. Stops at the first error received or written.
+fn write_in_order<T: Arith>(
+    n_chunks: u64,
+    done_rx: &mpsc::Receiver<Done<T>>,
+    free_tx: &mpsc::Sender<Vec<T>>,
+    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    stats: &mut Stats,
+) -> Result<()> {
+    let mut pending = BTreeMap::new();
+    let mut want = 0u64;
+    while want < n_chunks {
+        let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
+        pending.insert(c, buf);
+        while let Some(buf) = pending.remove(&want) {
+            timed_write(write, bytemuck::cast_slice(&buf), stats)?;
+            let _ = free_tx.send(buf);
+            want += 1;
+        }
+    }
+    Ok(())
 }
 
 impl Stats {

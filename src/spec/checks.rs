@@ -116,31 +116,57 @@ impl Validation {
 /// The largest output element count DirectML buffer tensors allow.
 pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
 
-/// Runs every check for `op` on inputs `a` and `b`.
+/// Runs every check for `op` on inputs `a` and `b`, in the documented order.
+///
+/// Each check is a pure function of the operator, the level, its support row and the inputs, so
+/// the same functions can be rerun at other levels.
 pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec, b: &TensorSpec) -> Validation {
-    let dml = match level {
-        LevelChoice::Dml(l) => Some(l),
-        LevelChoice::None => None,
-    };
-    let row = dml.and_then(|l| row_for(op, l));
-    let mut checks = Vec::with_capacity(7);
-    let mut push = |id, status, message: String| checks.push(Check { id, status, message });
-    let opname = format!("{} ({})", op.name(), op.dml_operator());
+    let row = support_row(op, level);
+    let (shape, out_shape) = shape_check(mode, a, b);
+    let out = out_shape.as_deref();
+    let checks = vec![
+        operator_check(op, level, row),
+        datatype_check(op, level, row, a),
+        same_datatype_check(op, a, b),
+        shape,
+        rank_check(op, level, row, a, b, out),
+        nonzero_check(level, a, b),
+        element_count_check(level, out),
+    ];
+    Validation { checks, support_row: row.map(|r| r.since), out_shape }
+}
 
-    // operator_available
-    match dml {
-        None => push(
-            CheckId::OperatorAvailable,
-            Status::Skip,
-            "--feature-level none: no DirectML operator requirement".into(),
-        ),
-        Some(l) if row.is_some() => push(
-            CheckId::OperatorAvailable,
+impl Check {
+    /// A recorded check (a shorthand for the per-check functions below).
+    fn new(id: CheckId, status: Status, message: String) -> Check {
+        Check { id, status, message }
+    }
+}
+
+/// The support row `op` uses at `level`: `None` under `--feature-level none` or when the level
+/// predates the operator.
+fn support_row(op: Op, level: LevelChoice) -> Option<&'static SupportRow> {
+    match level {
+        LevelChoice::Dml(l) => row_for(op, l),
+        LevelChoice::None => None,
+    }
+}
+
+/// `operator_available`: the level has a support row for `op`.
+fn operator_check(op: Op, level: LevelChoice, row: Option<&SupportRow>) -> Check {
+    let id = CheckId::OperatorAvailable;
+    let opname = format!("{} ({})", op.name(), op.dml_operator());
+    match level {
+        LevelChoice::None => {
+            Check::new(id, Status::Skip, "--feature-level none: no DirectML operator requirement".into())
+        }
+        LevelChoice::Dml(l) if row.is_some() => Check::new(
+            id,
             Status::Pass,
             format!("{opname} is available at feature level {l} (since {})", introduced(op)),
         ),
-        Some(l) => push(
-            CheckId::OperatorAvailable,
+        LevelChoice::Dml(l) => Check::new(
+            id,
             Status::Fail,
             format!(
                 "{opname} needs feature level {} or newer; you asked for {l}. Use --feature-level {} \
@@ -150,127 +176,16 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
             ),
         ),
     }
-
-    // datatype_supported
-    let (status, message) = datatype_check(op, level, row, a);
-    push(CheckId::DatatypeSupported, status, message);
-
-    // same_datatype
-    if a.dtype == b.dtype {
-        push(CheckId::SameDatatype, Status::Pass, format!("A and B are both {}", a.dtype.name()));
-    } else {
-        push(
-            CheckId::SameDatatype,
-            Status::Fail,
-            format!(
-                "{} is {} but {} is {}; {} does not promote types: convert one input so both have \
-                 the same dtype (e.g. numpy's b.astype('{}'))",
-                a.name,
-                a.dtype.name(),
-                b.name,
-                b.dtype.name(),
-                op.name(),
-                a.dtype.name()
-            ),
-        );
-    }
-
-    // broadcastable / same_sizes
-    let (sa, sb) = (fmt_shape(a.shape), fmt_shape(b.shape));
-    let out_shape = match mode {
-        BroadcastMode::Numpy => match broadcast(a.shape, b.shape) {
-            Ok(out) => {
-                push(
-                    CheckId::Broadcastable,
-                    Status::Pass,
-                    format!("shapes {sa} and {sb} broadcast to {}", fmt_shape(&out)),
-                );
-                Some(out)
-            }
-            Err(e) => {
-                push(
-                    CheckId::Broadcastable,
-                    Status::Fail,
-                    format!(
-                        "shapes {sa} and {sb} do not broadcast: dimension {} from the end is {} in A and {} \
-                         in B; sizes must be equal or one of them 1 (reshape an input, e.g. add an axis)",
-                        e.from_end, e.a, e.b
-                    ),
-                );
-                None
-            }
-        },
-        BroadcastMode::None => {
-            if a.shape == b.shape {
-                push(CheckId::SameSizes, Status::Pass, format!("both shapes are {sa}"));
-                Some(a.shape.to_vec())
-            } else {
-                push(
-                    CheckId::SameSizes,
-                    Status::Fail,
-                    format!("--broadcast none needs identical shapes; A is {sa} and B is {sb}. Use --broadcast numpy to broadcast"),
-                );
-                None
-            }
-        }
-    };
-
-    // dimension_count
-    let rank = out_shape.as_ref().map_or(a.shape.len().max(b.shape.len()), Vec::len);
-    let (status, message) = rank_check(op, level, row, rank, out_shape.as_deref());
-    push(CheckId::DimensionCount, status, message);
-
-    // nonzero_sizes
-    if dml.is_none() {
-        push(CheckId::NonzeroSizes, Status::Skip, "--feature-level none: empty tensors are allowed".into());
-    } else if let Some(t) = [a, b].into_iter().find(|t| t.shape.contains(&0)) {
-        push(
-            CheckId::NonzeroSizes,
-            Status::Fail,
-            format!(
-                "{} has shape {} with a dimension of size 0; DirectML rejects empty tensors. Use \
-                 --feature-level none to allow them",
-                t.name,
-                fmt_shape(t.shape)
-            ),
-        );
-    } else {
-        push(CheckId::NonzeroSizes, Status::Pass, "no dimension is 0".into());
-    }
-
-    // element_count
-    match (dml, &out_shape) {
-        (None, _) => {
-            push(CheckId::ElementCount, Status::Skip, "--feature-level none: no DirectML element limit".into())
-        }
-        (Some(_), None) => {
-            push(CheckId::ElementCount, Status::Skip, "skipped: the shapes have no common output shape".into())
-        }
-        (Some(_), Some(out)) => match element_count(out) {
-            Some(n) if n <= MAX_ELEMENTS => {
-                push(CheckId::ElementCount, Status::Pass, format!("the output has {n} elements (limit {MAX_ELEMENTS})"))
-            }
-            n => push(
-                CheckId::ElementCount,
-                Status::Fail,
-                format!(
-                    "the output {} has {} elements, more than DirectML's limit of {MAX_ELEMENTS} (2^32 - 1); \
-                     split the work or use --feature-level none",
-                    fmt_shape(out),
-                    n.map_or("over 2^64".into(), |n| n.to_string())
-                ),
-            ),
-        },
-    }
-
-    Validation { checks, support_row: row.map(|r| r.since), out_shape }
 }
 
-fn datatype_check(op: Op, level: LevelChoice, row: Option<&SupportRow>, a: &TensorSpec) -> (Status, String) {
+/// `datatype_supported`: A's dtype is numeric and, at a DirectML level, in the support row.
+fn datatype_check(op: Op, level: LevelChoice, row: Option<&SupportRow>, a: &TensorSpec) -> Check {
+    let id = CheckId::DatatypeSupported;
     let dt = match a.dtype {
         FileDType::Numeric(d) => *d,
         FileDType::Other(name) => {
-            return (
+            return Check::new(
+                id,
                 Status::Fail,
                 format!(
                     "{} has dtype {name}, which tensorop does not compute on; convert it to one of the \
@@ -281,14 +196,19 @@ fn datatype_check(op: Op, level: LevelChoice, row: Option<&SupportRow>, a: &Tens
         }
     };
     let LevelChoice::Dml(l) = level else {
-        return (Status::Pass, format!("{} is {dt}; --feature-level none accepts every numeric dtype", a.name));
+        return Check::new(
+            id,
+            Status::Pass,
+            format!("{} is {dt}; --feature-level none accepts every numeric dtype", a.name),
+        );
     };
     let Some(row) = row else {
-        return (Status::Skip, format!("skipped: {} has no support row at feature level {l}", op.name()));
+        return Check::new(id, Status::Skip, format!("skipped: {} has no support row at feature level {l}", op.name()));
     };
     let list = row.dtypes.iter().map(|d| d.name()).collect::<Vec<_>>().join(" ");
     if row.dtypes.contains(&dt) {
-        return (
+        return Check::new(
+            id,
             Status::Pass,
             format!(
                 "{} is {dt}; {} at feature level {l} (support row {}) accepts {list}",
@@ -305,7 +225,8 @@ fn datatype_check(op: Op, level: LevelChoice, row: Option<&SupportRow>, a: &Tens
             format!("DirectML's {} never supports {dt}: convert the inputs, or use --feature-level none", op.name())
         }
     };
-    (
+    Check::new(
+        id,
         Status::Fail,
         format!(
             "{} is {dt}, which {} at feature level {l} (support row {}) does not support; it accepts {list}. {fix}",
@@ -316,18 +237,80 @@ fn datatype_check(op: Op, level: LevelChoice, row: Option<&SupportRow>, a: &Tens
     )
 }
 
+/// `same_datatype`: A and B have the same dtype (`op` does not promote).
+fn same_datatype_check(op: Op, a: &TensorSpec, b: &TensorSpec) -> Check {
+    let id = CheckId::SameDatatype;
+    if a.dtype == b.dtype {
+        return Check::new(id, Status::Pass, format!("A and B are both {}", a.dtype.name()));
+    }
+    Check::new(
+        id,
+        Status::Fail,
+        format!(
+            "{} is {} but {} is {}; {} does not promote types: convert one input so both have \
+             the same dtype (e.g. numpy's b.astype('{}'))",
+            a.name,
+            a.dtype.name(),
+            b.name,
+            b.dtype.name(),
+            op.name(),
+            a.dtype.name()
+        ),
+    )
+}
+
+/// `broadcastable` (`--broadcast numpy`) or `same_sizes` (`--broadcast none`), with the output
+/// shape when the shapes are compatible.
+fn shape_check(mode: BroadcastMode, a: &TensorSpec, b: &TensorSpec) -> (Check, Option<Vec<u64>>) {
+    let (sa, sb) = (fmt_shape(a.shape), fmt_shape(b.shape));
+    match mode {
+        BroadcastMode::Numpy => match broadcast(a.shape, b.shape) {
+            Ok(out) => {
+                let message = format!("shapes {sa} and {sb} broadcast to {}", fmt_shape(&out));
+                (Check::new(CheckId::Broadcastable, Status::Pass, message), Some(out))
+            }
+            Err(e) => {
+                let message = format!(
+                    "shapes {sa} and {sb} do not broadcast: dimension {} from the end is {} in A and {} \
+                     in B; sizes must be equal or one of them 1 (reshape an input, e.g. add an axis)",
+                    e.from_end, e.a, e.b
+                );
+                (Check::new(CheckId::Broadcastable, Status::Fail, message), None)
+            }
+        },
+        BroadcastMode::None if a.shape == b.shape => {
+            (Check::new(CheckId::SameSizes, Status::Pass, format!("both shapes are {sa}")), Some(a.shape.to_vec()))
+        }
+        BroadcastMode::None => {
+            let message = format!(
+                "--broadcast none needs identical shapes; A is {sa} and B is {sb}. Use --broadcast numpy to broadcast"
+            );
+            (Check::new(CheckId::SameSizes, Status::Fail, message), None)
+        }
+    }
+}
+
+/// `dimension_count`: the output's rank (or, without an output shape, the larger input rank)
+/// is within the level's range; shorter shapes are padded with leading 1s.
 fn rank_check(
     op: Op,
     level: LevelChoice,
     row: Option<&SupportRow>,
-    rank: usize,
+    a: &TensorSpec,
+    b: &TensorSpec,
     out: Option<&[u64]>,
-) -> (Status, String) {
+) -> Check {
+    let id = CheckId::DimensionCount;
+    let rank = out.map_or(a.shape.len().max(b.shape.len()), <[u64]>::len);
     let (lo, hi, at) = match (level, row) {
         (LevelChoice::None, _) => (NONE_RANKS.0, NONE_RANKS.1, "--feature-level none".to_string()),
         (LevelChoice::Dml(l), Some(r)) => (r.ranks.0, r.ranks.1, format!("{} at feature level {l}", op.name())),
         (LevelChoice::Dml(l), None) => {
-            return (Status::Skip, format!("skipped: {} has no support row at feature level {l}", op.name()))
+            return Check::new(
+                id,
+                Status::Skip,
+                format!("skipped: {} has no support row at feature level {l}", op.name()),
+            )
         }
     };
     // DirectML has no rank-0 tensors: a scalar is a 1-element tensor of rank 1.
@@ -339,19 +322,74 @@ fn rank_check(
         } else {
             "use --feature-level none (ranks 0-32), or reshape the inputs"
         };
-        return (Status::Fail, format!("the output has rank {rank}, but {at} supports {range} dimensions; {fix}"));
+        return Check::new(
+            id,
+            Status::Fail,
+            format!("the output has rank {rank}, but {at} supports {range} dimensions; {fix}"),
+        );
     }
     if effective < lo {
         let mut padded = vec![1u64; lo - rank.min(lo)];
         padded.extend_from_slice(out.unwrap_or(&[]));
         let shown = if out.is_some() { format!(" ({})", fmt_shape(&padded)) } else { String::new() };
-        return (
+        return Check::new(
+            id,
             Status::Pass,
             format!("the output has rank {rank}; padded with leading 1s to rank {lo}{shown}, as {at} supports {range} dimensions"),
         );
     }
     let note = if rank == 0 && level != LevelChoice::None { " (rank 0 counts as rank 1)" } else { "" };
-    (Status::Pass, format!("the output has rank {rank}{note}; {at} supports {range} dimensions"))
+    Check::new(id, Status::Pass, format!("the output has rank {rank}{note}; {at} supports {range} dimensions"))
+}
+
+/// `nonzero_sizes`: at a DirectML level, neither input has a dimension of size 0.
+fn nonzero_check(level: LevelChoice, a: &TensorSpec, b: &TensorSpec) -> Check {
+    let id = CheckId::NonzeroSizes;
+    if level == LevelChoice::None {
+        return Check::new(id, Status::Skip, "--feature-level none: empty tensors are allowed".into());
+    }
+    match [a, b].into_iter().find(|t| t.shape.contains(&0)) {
+        Some(t) => Check::new(
+            id,
+            Status::Fail,
+            format!(
+                "{} has shape {} with a dimension of size 0; DirectML rejects empty tensors. Use \
+                 --feature-level none to allow them",
+                t.name,
+                fmt_shape(t.shape)
+            ),
+        ),
+        None => Check::new(id, Status::Pass, "no dimension is 0".into()),
+    }
+}
+
+/// `element_count`: at a DirectML level, the output has at most [`MAX_ELEMENTS`] elements.
+fn element_count_check(level: LevelChoice, out: Option<&[u64]>) -> Check {
+    let id = CheckId::ElementCount;
+    let out = match (level, out) {
+        (LevelChoice::None, _) => {
+            return Check::new(id, Status::Skip, "--feature-level none: no DirectML element limit".into())
+        }
+        (LevelChoice::Dml(_), None) => {
+            return Check::new(id, Status::Skip, "skipped: the shapes have no common output shape".into())
+        }
+        (LevelChoice::Dml(_), Some(out)) => out,
+    };
+    match element_count(out) {
+        Some(n) if n <= MAX_ELEMENTS => {
+            Check::new(id, Status::Pass, format!("the output has {n} elements (limit {MAX_ELEMENTS})"))
+        }
+        n => Check::new(
+            id,
+            Status::Fail,
+            format!(
+                "the output {} has {} elements, more than DirectML's limit of {MAX_ELEMENTS} (2^32 - 1); \
+                 split the work or use --feature-level none",
+                fmt_shape(out),
+                n.map_or("over 2^64".into(), |n| n.to_string())
+            ),
+        ),
+    }
 }
 
 #[cfg(test)]
