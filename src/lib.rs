@@ -11,6 +11,7 @@ pub mod npy;
 pub mod op;
 pub mod output;
 pub mod pipeline;
+pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod shape;

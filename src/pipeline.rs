@@ -1,20 +1,21 @@
 //! One `sub`/`sqdiff` run, start to finish, flowing one way: open inputs (headers only) ->
-//! checks and broadcast plan -> backend streams chunks into the output sink -> atomic commit ->
-//! report. Whatever happens, the report records it and the outcome maps to an exit status.
+//! checks -> plan ([`crate::plan`]) -> backend streams chunks into the output sink -> atomic
+//! commit -> report. Each stage records what it produced in a [`Trace`]; the report is built
+//! from the trace and the outcome at the end, whatever happened, and the outcome maps to an exit
+//! status.
 
-use crate::backend::{self, BackendKind, Job, Stats, RESIDENT_BYTES};
+use crate::backend::{self, wgpu::DeviceReport, BackendKind, Job, Stats};
 use crate::config::Config;
 use crate::npy::fortran;
-use crate::npy::header::{encode_header, FileDType};
 use crate::npy::input::NpyInput;
 use crate::output::{BrokenPipe, Sink};
+use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::progress::Progress;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
-use crate::shape::{view_strides, Iteration};
-use crate::spec::checks::{validate, TensorSpec};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::spec::checks::{validate, Status, TensorSpec, Validation};
+use anyhow::{bail, Context, Result};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How a run ended.
 #[derive(Debug)]
@@ -44,24 +45,14 @@ pub fn run(cfg: &Config) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Error(e),
     };
-    let mut report = new_report(cfg);
-    let mut outcome = match execute(cfg, &mut report) {
+    let mut trace = Trace::default();
+    let mut outcome = match stages(cfg, &mut trace) {
         Ok(o) => o,
         // The reader of standard output went away: the pipeline ended early, as intended.
         Err(e) if e.is::<BrokenPipe>() => Outcome::Ok,
         Err(e) => Outcome::Error(e),
     };
-    let (status, error) = match &outcome {
-        Outcome::Ok => (RunStatus::Ok, None),
-        Outcome::Invalid(msg) => (RunStatus::Invalid, Some(msg.clone())),
-        Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
-    };
-    report.status = status;
-    report.error = error;
-    report.valid = status == RunStatus::Ok
-        && report.checks.iter().all(|c| c.status != crate::spec::checks::Status::Fail)
-        && !report.checks.is_empty();
-    report.timings_ms.total = ms(start.elapsed());
+    let report = trace.report(cfg, &outcome, start.elapsed());
     if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
         if let Err(e) = report.write_to(sink).with_context(|| format!("report {}", dest.label())) {
             outcome = match outcome {
@@ -76,78 +67,65 @@ pub fn run(cfg: &Config) -> Outcome {
     outcome
 }
 
-fn new_report(cfg: &Config) -> Report {
-    Report {
-        schema_version: 1,
-        tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
-        op: cfg.sem.op.name(),
-        dml_operator: cfg.sem.op.dml_operator(),
-        feature_level: cfg.level.to_string(),
-        support_row: None,
-        status: RunStatus::Error,
-        valid: false,
-        error: None,
-        inputs: Vec::new(),
-        output: None,
-        broadcast: None,
-        checks: Vec::new(),
-        backend: BackendInfo {
-            name: cfg.backend.name(),
-            device: None,
-            threads: (cfg.backend == BackendKind::Cpu).then_some(cfg.threads),
-            threads_used: None,
-        },
-        elements: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        dry_run: cfg.dry_run,
-        timings_ms: Timings::default(),
-    }
+/// What the stages of a run produced, as far as the run got.
+#[derive(Default)]
+struct Trace {
+    inputs: Vec<InputInfo>,
+    /// Header bytes read while opening the inputs.
+    bytes_read: u64,
+    /// Opening the inputs, plus any C-order copies and the backend's reads.
+    read: Duration,
+    validation: Option<Validation>,
+    validate: Duration,
+    plan: Option<Plan>,
+    /// wgpu: the device and its start-up time.
+    device: Option<(DeviceReport, Duration)>,
+    /// Header and data bytes handed to the output, also when the run failed part way.
+    bytes_written: u64,
+    /// The backend's busy times, when it finished.
+    stats: Option<Stats>,
+    /// Wall time of the streaming stage, when the output was committed.
+    execute: Option<Duration>,
 }
 
-fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
-    // Inputs: headers parsed and sizes checked, no data read yet.
+/// The stages in order; each records its product in `trace` before the next starts.
+fn stages(cfg: &Config, trace: &mut Trace) -> Result<Outcome> {
+    let inputs = open_inputs(cfg, trace)?;
+    let [a, b] = [&inputs[0], &inputs[1]];
+    let t = Instant::now();
+    fn spec(i: usize, x: &NpyInput) -> TensorSpec<'_> {
+        TensorSpec { name: format!("{} ({})", ["A", "B"][i], x.label), dtype: &x.header.dtype, shape: &x.header.shape }
+    }
+    let validation = trace.validation.insert(validate(cfg.sem.op, cfg.level, cfg.broadcast, &spec(0, a), &spec(1, b)));
+    trace.validate = t.elapsed();
+    if !validation.valid() {
+        return Ok(Outcome::Invalid(validation.failure_summary()));
+    }
+    let plan = trace.plan.insert(Plan::new(validation, [a, b])?).clone();
+    if !cfg.dry_run {
+        execute(cfg, &plan, [a, b], trace)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Opens both inputs: headers parsed and sizes checked, no data read yet.
+fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Vec<NpyInput>> {
     let t = Instant::now();
     let mut inputs = Vec::with_capacity(2);
     for (i, source) in cfg.inputs.iter().enumerate() {
         let input =
             NpyInput::open(source).with_context(|| format!("input {} ({})", ["A", "B"][i], source.describe()))?;
-        report.inputs.push(InputInfo::new(&source.label(), &input.header));
-        report.bytes_read += input.bytes_read;
+        trace.inputs.push(InputInfo::new(&source.label(), &input.header));
+        trace.bytes_read += input.bytes_read;
         inputs.push(input);
     }
-    let (a, b) = (&inputs[0], &inputs[1]);
-    report.timings_ms.read = ms(t.elapsed());
+    trace.read = t.elapsed();
+    Ok(inputs)
+}
 
-    // Checks and the broadcast plan.
-    let t = Instant::now();
-    fn spec(i: usize, x: &NpyInput) -> TensorSpec<'_> {
-        TensorSpec { name: format!("{} ({})", ["A", "B"][i], x.label), dtype: &x.header.dtype, shape: &x.header.shape }
-    }
-    let v = validate(cfg.sem.op, cfg.level, cfg.broadcast, &spec(0, a), &spec(1, b));
-    report.checks = v.checks.clone();
-    report.support_row = v.support_row.map(|r| r.to_string());
-    report.timings_ms.validate = ms(t.elapsed());
-    if !v.valid() {
-        return Ok(Outcome::Invalid(v.failure_summary()));
-    }
-    let out_shape =
-        v.out_shape.clone().ok_or_else(|| anyhow!("internal error: a valid plan without an output shape"))?;
-    let FileDType::Numeric(dtype) = a.header.dtype else {
-        return Err(anyhow!("internal error: a valid plan with a non-numeric dtype"));
-    };
-    let strides = [a, b].map(|x| view_strides(&x.header.shape, x.header.fortran_order, &out_shape));
-    let iter = Iteration::new(&out_shape, &strides[0], &strides[1]);
-    report.elements = iter.count();
-    report.broadcast =
-        Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: out_shape.clone(), strides: strides.clone() });
-    if cfg.dry_run {
-        return Ok(Outcome::Ok);
-    }
-    let header = encode_header(dtype, &out_shape);
-    let out_bytes = crate::shape::element_count(&out_shape)
-        .and_then(|n| n.checked_mul(dtype.size() as u64))
-        .ok_or_else(|| anyhow!("the output would be larger than 2^64 bytes"))?;
+/// Opens the output, makes the planned C-order copies, starts the backend and streams the
+/// result into the output, then commits it.
+fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) -> Result<()> {
     // Before any work, the output is opened: what its path names is decided here, once, and an
     // output file its filesystem cannot hold is refused now, not after minutes of writing (the
     // feature levels cap outputs at 2^32 - 1 elements, `none` does not).
@@ -155,43 +133,29 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
     let write_ctx = || format!("output {out_label}");
     let mut sink = Sink::open(&cfg.output).with_context(write_ctx)?;
     if let Some(dir) = sink.replace_dir() {
-        check_free_space(&out_label, dir, out_bytes.saturating_add(header.len() as u64))?;
+        check_free_space(&out_label, dir, plan.output_bytes())?;
     }
-    // A large Fortran-order input is copied once in C order, so every backend streams it with
-    // bounded memory instead of holding it whole; the report keeps describing the file as given.
     let t = Instant::now();
-    // Smaller ones the backends hold whole.
-    let [ca, cb] = [a, b].map(|x| {
-        (fortran::is_strided_fortran(x) && x.header.data_bytes > RESIDENT_BYTES)
-            .then(|| fortran::c_order_copy(x).with_context(|| format!("cannot copy input {} to C order", x.label)))
-            .transpose()
-    });
-    let (ca, cb) = (ca?, cb?);
-    let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
-    let iter = if ca.is_some() || cb.is_some() {
-        let strides = [a, b].map(|x| view_strides(&x.header.shape, x.header.fortran_order, &out_shape));
-        Iteration::new(&out_shape, &strides[0], &strides[1])
-    } else {
-        iter
-    };
-    report.timings_ms.read += ms(t.elapsed());
+    let copies = c_order_copies(plan, given)?;
+    let inputs = [0, 1].map(|i| copies[i].as_ref().unwrap_or(given[i]));
+    trace.read += t.elapsed();
     // The GPU is opened only now: never for --help, usage errors, failed checks or dry runs.
     let gpu = match cfg.backend {
         BackendKind::Cpu => None,
         BackendKind::Wgpu => {
             let gpu = backend::wgpu::Gpu::open(&cfg.wgpu)?;
-            report.backend.device = Some(gpu.report(dtype));
-            report.timings_ms.init = Some(ms(gpu.init_time));
+            trace.device = Some((gpu.report(plan.dtype), gpu.init_time));
             Some(gpu)
         }
     };
+    let iter = plan.iteration(inputs);
+    let feeds = Plan::feeds(&iter, inputs, gpu.as_ref().map_or(RESIDENT_BYTES, |g| g.resident_limit()));
+    let job = Job { sem: cfg.sem, dtype: plan.dtype, iter, inputs, feeds, threads: cfg.threads };
 
-    // Stream the result into the sink.
     let t = Instant::now();
-    let mut written = header.len() as u64;
-    sink.write(&header).with_context(write_ctx)?;
-    let mut progress = Progress::new(cfg.progress, out_bytes);
-    let job = Job { sem: cfg.sem, dtype, iter, inputs: [a, b], threads: cfg.threads };
+    sink.write(&plan.header).with_context(write_ctx)?;
+    trace.bytes_written = plan.header.len() as u64;
+    let mut progress = Progress::new(cfg.progress, plan.data_bytes);
     let mut data_written = 0u64;
     // Only write failures are the output's; a backend's errors (an input that shrank, a GPU
     // that failed) name their own cause.
@@ -206,22 +170,84 @@ fn execute(cfg: &Config, report: &mut Report) -> Result<Outcome> {
         Some(gpu) => backend::wgpu::run(gpu, &job, &mut write),
     };
     progress.finish();
-    written += data_written;
-    report.bytes_written = written;
-    let stats: Stats = result?;
+    trace.bytes_written += data_written;
+    trace.stats = Some(result?);
     sink.commit().with_context(write_ctx)?;
-    report.timings_ms.execute = ms(t.elapsed());
-    report.timings_ms.read += ms(stats.read);
-    report.timings_ms.compute = ms(stats.compute);
-    report.timings_ms.write = ms(stats.write);
-    if gpu.is_some() {
-        report.timings_ms.upload = Some(ms(stats.upload));
-        report.timings_ms.download = Some(ms(stats.download));
-    } else {
-        report.backend.threads_used = Some(stats.threads_used);
+    trace.execute = Some(t.elapsed());
+    Ok(())
+}
+
+/// The C-order copies the plan asks for, made now (see [`crate::npy::fortran`]); smaller
+/// Fortran-order inputs the backends hold whole.
+fn c_order_copies(plan: &Plan, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInput>; 2]> {
+    let [a, b] = [0, 1].map(|i| {
+        plan.c_order_copy[i]
+            .then(|| {
+                fortran::c_order_copy(inputs[i])
+                    .with_context(|| format!("cannot copy input {} to C order", inputs[i].label))
+            })
+            .transpose()
+    });
+    Ok([a?, b?])
+}
+
+impl Trace {
+    /// The report of a run that got as far as this trace and ended with `outcome` after `total`.
+    fn report(self, cfg: &Config, outcome: &Outcome, total: Duration) -> Report {
+        let (status, error) = match outcome {
+            Outcome::Ok => (RunStatus::Ok, None),
+            Outcome::Invalid(msg) => (RunStatus::Invalid, Some(msg.clone())),
+            Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
+        };
+        let checks = self.validation.as_ref().map(|v| v.checks.clone()).unwrap_or_default();
+        let committed = self.execute.is_some();
+        let gpu = cfg.backend == BackendKind::Wgpu;
+        let stats = self.stats.clone().unwrap_or_default();
+        Report {
+            schema_version: 1,
+            tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
+            op: cfg.sem.op.name(),
+            dml_operator: cfg.sem.op.dml_operator(),
+            feature_level: cfg.level.to_string(),
+            support_row: self.validation.as_ref().and_then(|v| v.support_row).map(|r| r.to_string()),
+            status,
+            valid: status == RunStatus::Ok && !checks.is_empty() && checks.iter().all(|c| c.status != Status::Fail),
+            error,
+            inputs: self.inputs,
+            output: self.plan.as_ref().filter(|_| committed).map(|p| OutputInfo {
+                path: cfg.output.label(),
+                dtype: p.dtype.name().into(),
+                shape: p.out_shape.clone(),
+            }),
+            broadcast: self.plan.as_ref().map(|p| BroadcastInfo {
+                mode: cfg.broadcast.name(),
+                shape: p.out_shape.clone(),
+                strides: p.strides.clone(),
+            }),
+            checks,
+            backend: BackendInfo {
+                name: cfg.backend.name(),
+                device: self.device.as_ref().map(|d| d.0.clone()),
+                threads: (!gpu).then_some(cfg.threads),
+                threads_used: self.stats.as_ref().filter(|_| committed && !gpu).map(|s| s.threads_used),
+            },
+            elements: self.plan.as_ref().map_or(0, |p| p.elements),
+            bytes_read: self.bytes_read,
+            bytes_written: self.bytes_written,
+            dry_run: cfg.dry_run,
+            timings_ms: Timings {
+                read: ms(self.read + if committed { stats.read } else { Duration::ZERO }),
+                validate: ms(self.validate),
+                compute: if committed { ms(stats.compute) } else { 0.0 },
+                write: if committed { ms(stats.write) } else { 0.0 },
+                execute: self.execute.map_or(0.0, ms),
+                total: ms(total),
+                init: self.device.as_ref().map(|d| ms(d.1)),
+                upload: (gpu && committed).then(|| ms(stats.upload)),
+                download: (gpu && committed).then(|| ms(stats.download)),
+            },
+        }
     }
-    report.output = Some(OutputInfo { path: out_label, dtype: dtype.name().into(), shape: out_shape });
-    Ok(Outcome::Ok)
 }
 
 /// Refuses an output of `needed` bytes (header included) that the free space of the filesystem

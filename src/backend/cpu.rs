@@ -5,10 +5,11 @@
 //! output order are loaded whole (large Fortran-order inputs arrive here already copied in C
 //! order, see [`crate::npy::fortran`]).
 
-use crate::backend::{Job, Stats, RESIDENT_BYTES};
+use crate::backend::{Job, Stats};
 use crate::dtype::Element;
 use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
+use crate::plan::Feed;
 use crate::shape::Iteration;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
@@ -180,7 +181,7 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
     let mut stats = Stats { threads_used: threads, ..Stats::default() };
 
     let t = Instant::now();
-    let resident = resident_inputs::<T>(job, chunks.total)?;
+    let resident = resident_inputs::<T>(job)?;
     stats.read += t.elapsed();
 
     if threads <= 1 {
@@ -216,16 +217,14 @@ impl Chunks {
     }
 }
 
-/// Loads whole, in storage order, the inputs that are not read in output order and are small
-/// (or unavoidable: strided Fortran order); the others stay `None` and stream.
-fn resident_inputs<T: Arith>(job: &Job, total: u64) -> Result<[Option<Vec<T>>; 2]> {
+/// Loads whole, in storage order, the inputs the plan feeds as [`Feed::Resident`]; the others
+/// stay `None` and stream through windows.
+fn resident_inputs<T: Arith>(job: &Job) -> Result<[Option<Vec<T>>; 2]> {
     let mut resident: [Option<Vec<T>>; 2] = [None, None];
     for (i, slot) in resident.iter_mut().enumerate() {
         let input = job.inputs[i];
-        let h = &input.header;
-        let strided_fortran = crate::npy::fortran::is_strided_fortran(input);
-        if total > 0 && !job.iter.is_identity(i) && (h.data_bytes <= RESIDENT_BYTES || strided_fortran) {
-            let mut v = vec![T::zeroed(); h.elements as usize];
+        if job.feeds[i] == Feed::Resident {
+            let mut v = vec![T::zeroed(); input.header.elements as usize];
             input.read_into(0, &mut v)?;
             *slot = Some(v);
         }

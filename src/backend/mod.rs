@@ -8,12 +8,9 @@ pub mod wgpu;
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use crate::op::Semantics;
+use crate::plan::Feed;
 use crate::shape::Iteration;
 use std::time::Duration;
-
-/// Inputs up to this size that are not read in output order are loaded whole by the backends;
-/// larger ones stream (and larger Fortran-order ones are first copied in C order by the pipeline).
-pub const RESIDENT_BYTES: u64 = 32 << 20;
 
 /// Which backend runs the arithmetic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +34,8 @@ pub struct Job<'a> {
     pub dtype: DType,
     pub iter: Iteration,
     pub inputs: [&'a NpyInput; 2],
+    /// How each input is fed ([`crate::plan::Plan::feeds`]).
+    pub feeds: [Feed; 2],
     pub threads: usize,
 }
 

@@ -133,6 +133,17 @@ impl Gpu {
 
     /// The features a kernel for `dtype` uses natively. float16 is native only when the device
     /// has SHADER_F16 and its conversions passed [`Gpu::probe_f16`] (run once, on first use).
+    /// The most bytes of an input this device's kernels hold whole: the tuning's limit, bounded
+    /// by what one binding can hold and by offsets in 32 bits.
+    pub fn resident_limit(&self) -> u64 {
+        self.tuning.resident_bytes.min(self.max_binding()).min(u64::from(u32::MAX))
+    }
+
+    /// The largest buffer one binding can hold.
+    pub(super) fn max_binding(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+    }
+
     pub(super) fn native(&self, dtype: DType) -> Native {
         let f16 = dtype == DType::F16
             && self.enabled.f16

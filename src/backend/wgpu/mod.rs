@@ -20,6 +20,7 @@ pub mod window;
 use crate::backend::{Job, Stats};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
+use crate::plan::Feed;
 use anyhow::{anyhow, bail, Context, Result};
 pub use device::{list_adapters, quiet_driver_probes, AdapterEntry, DeviceReport, Gpu};
 use kernel::*;
@@ -68,93 +69,159 @@ impl HostBuf {
     }
 }
 
-/// How one input reaches the GPU.
-enum Feed {
-    /// Read in output order: each chunk uploads the chunk's own run of the input.
-    Local,
-    /// Uploaded whole, once (a small broadcast input, or a Fortran-order one).
-    Resident(wgpu::Buffer),
-    /// A large broadcast input: each chunk uploads the intervals it reads ([`window`]).
-    Windowed,
+/// What stays the same from chunk to chunk: the merged dimensions and strides as the uniform
+/// block holds them, the chunk size, and how each input is fed.
+struct Layout {
+    dims: Vec<u32>,
+    /// Per input, the low and high words of the element strides.
+    strides: [Vec<u32>; 2],
+    strides_hi: [Vec<u32>; 2],
+    /// Offsets in 64 bits from the chunk's first coordinates (outputs of 2^32 elements or more).
+    wide: bool,
+    /// Output elements per chunk.
+    chunk: u64,
+    feeds: [Feed; 2],
+}
+
+impl Layout {
+    fn new(gpu: &Gpu, job: &Job) -> Result<Layout> {
+        let (iter, total) = (&job.iter, job.iter.count());
+        if iter.dims.len() > MAX_RANK {
+            bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
+        }
+        let mut dims = Vec::with_capacity(iter.dims.len());
+        for (k, &d) in iter.dims.iter().enumerate() {
+            dims.push(match u32::try_from(d) {
+                Ok(d) => d,
+                // An outermost dimension no input steps through: its coordinate is never used.
+                Err(_) if k == 0 && (0..2).all(|i| iter.is_identity(i) || iter.strides[i][0] == 0) => u32::MAX,
+                Err(_) => bail!(
+                    "the wgpu backend handles dimensions of up to 2^32 - 1 elements after merging; this output has \
+                     one of {d}; use --backend cpu"
+                ),
+            });
+        }
+        let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
+        let es = job.dtype.size() as u64;
+        let grid = u64::from(gpu.limits.max_compute_workgroups_per_dimension).pow(2) * u64::from(WORKGROUP);
+        let per = u64::from(elements_per_invocation(job.dtype, gpu.native(job.dtype)));
+        let chunk = (gpu.max_binding().min(gpu.tuning.chunk_bytes.max(16)) / es).min(grid * per).min(total) / 4 * 4;
+        Ok(Layout {
+            dims,
+            strides: words(0),
+            strides_hi: words(32),
+            // Below 2^32 output elements every index and offset fits in u32.
+            wide: total > u64::from(u32::MAX) || gpu.tuning.wide,
+            chunk: chunk.max(4.min(total)),
+            feeds: job.feeds,
+        })
+    }
+
+    /// Bit i set where input i is fed as `feed`.
+    fn mask(&self, feed: Feed) -> u32 {
+        (0..2).filter(|&i| self.feeds[i] == feed).map(|i| 1u32 << i).sum()
+    }
+
+    /// The uniform block for the chunk of `n` elements at `start`, intervals not yet filled.
+    fn params(&self, iter: &crate::shape::Iteration, start: u64, n: u64) -> Params {
+        let strides = [&self.strides[0][..], &self.strides[1][..]];
+        let mut params = Params::zeroed_with(n as u32, start as u32, &self.dims, strides, self.mask(Feed::Streamed));
+        params.windowed = self.mask(Feed::Windowed);
+        if self.wide {
+            params.wide = 1;
+            params.base = 0;
+            for (k, c) in iter.unravel(start).into_iter().enumerate() {
+                params.base_coords[k] = if self.dims[k] == u32::MAX { 0 } else { c as u32 };
+                params.strides_hi[0][k] = self.strides_hi[0][k];
+                params.strides_hi[1][k] = self.strides_hi[1][k];
+            }
+        }
+        params
+    }
+}
+
+/// Uploads the inputs fed whole ([`Feed::Resident`]), once.
+fn upload_resident(gpu: &Gpu, job: &Job) -> Result<[Option<wgpu::Buffer>; 2]> {
+    let mut buffers = [None, None];
+    for (i, slot) in buffers.iter_mut().enumerate() {
+        let (input, feed) = (job.inputs[i], job.feeds[i]);
+        if feed != Feed::Resident {
+            continue;
+        }
+        let h = &input.header;
+        if h.data_bytes > gpu.max_binding() {
+            bail!(
+                "input {} is broadcast in Fortran order and {} bytes, more than the {} bytes this GPU can bind; use \
+                 --backend cpu, or store it in C order",
+                input.label,
+                h.data_bytes,
+                gpu.max_binding()
+            );
+        }
+        let mut host = HostBuf::default();
+        *slot = Some(gpu.resident_buffer(host.read(input, job.dtype, &[(0, h.elements)])?));
+    }
+    Ok(buffers)
+}
+
+/// Reads the chunk of `n` elements at `start` of each input that is not resident into `host`,
+/// filling the intervals of windowed inputs into `params`; returns the bytes to upload.
+fn read_chunk<'h>(
+    host: &'h mut [HostBuf; 2],
+    job: &Job,
+    layout: &Layout,
+    (start, n): (u64, u64),
+    params: &mut Params,
+) -> Result<[Option<&'h [u8]>; 2]> {
+    let mut data: [Option<&[u8]>; 2] = [None, None];
+    for (i, (h, slot)) in host.iter_mut().zip(data.iter_mut()).enumerate() {
+        let runs = match layout.feeds[i] {
+            Feed::Resident => continue,
+            Feed::Streamed => vec![(start, n)],
+            Feed::Windowed => {
+                let iv = window::intervals(&job.iter.dims, &job.iter.strides[i], start, start + n);
+                if iv.len() > MAX_INTERVALS || window::total(&iv) > layout.chunk {
+                    bail!("internal error: a chunk of input {} needs more than its buffer", job.inputs[i].label);
+                }
+                params.interval_count[i] = iv.len() as u32;
+                let mut at = 0u64;
+                for (k, &(lo, hi)) in iv.iter().enumerate() {
+                    params.intervals[i][k] = [lo as u32, (lo >> 32) as u32, at as u32, 0];
+                    at += hi - lo + 1;
+                }
+                iv.iter().map(|&(lo, hi)| (lo, hi - lo + 1)).collect()
+            }
+        };
+        *slot = Some(h.read(job.inputs[i], job.dtype, &runs)?);
+    }
+    Ok(data)
 }
 
 /// Runs `job` on `gpu`, handing each finished chunk's bytes, in order, to `write`. Chunk k+1 is
 /// read from the inputs and uploaded while chunk k is computed; chunk k is downloaded and written
 /// while chunk k+1 is computed.
 pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
-    let dtype = job.dtype;
-    let es = dtype.size() as u64;
-    let total = job.iter.count();
+    let (total, es) = (job.iter.count(), job.dtype.size() as u64);
     let mut stats = Stats { threads_used: 1, ..Stats::default() };
     if total == 0 {
         return Ok(stats);
     }
-    let rank = job.iter.dims.len();
-    if rank > MAX_RANK {
-        bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
-    }
-    // Below 2^32 output elements every index and offset fits in u32; above, the shader adds the
-    // chunk's first coordinates and computes offsets in 64 bits.
-    let wide = total > u64::from(u32::MAX) || gpu.tuning.wide;
-    let mut dims = Vec::with_capacity(rank);
-    for (k, &d) in job.iter.dims.iter().enumerate() {
-        dims.push(match u32::try_from(d) {
-            Ok(d) => d,
-            // An outermost dimension no input steps through: its coordinate is never used.
-            Err(_) if k == 0 && (0..2).all(|i| job.iter.is_identity(i) || job.iter.strides[i][0] == 0) => u32::MAX,
-            Err(_) => bail!(
-                "the wgpu backend handles dimensions of up to 2^32 - 1 elements after merging; this output has one \
-                 of {d}; use --backend cpu"
-            ),
-        });
-    }
-    let lo = |v: &[u64]| v.iter().map(|&x| x as u32).collect::<Vec<u32>>();
-    let hi = |v: &[u64]| v.iter().map(|&x| (x >> 32) as u32).collect::<Vec<u32>>();
-    let strides = [lo(&job.iter.strides[0]), lo(&job.iter.strides[1])];
-    let strides_hi = [hi(&job.iter.strides[0]), hi(&job.iter.strides[1])];
-
-    let native = gpu.native(dtype);
-    let max_bind = gpu.limits.max_storage_buffer_binding_size.min(gpu.limits.max_buffer_size);
-    let grid = u64::from(gpu.limits.max_compute_workgroups_per_dimension).pow(2) * u64::from(WORKGROUP);
-    let per = u64::from(elements_per_invocation(dtype, native));
-    let limit = gpu.tuning.chunk_bytes;
-    let chunk = (max_bind.min(limit.max(16)) / es).min(grid * per).min(total) / 4 * 4;
-    let chunk = chunk.max(4.min(total));
-    // Resident inputs are indexed with the low word of the offset.
-    let resident_limit = gpu.tuning.resident_bytes.min(max_bind).min(u64::from(u32::MAX));
-
+    let layout = Layout::new(gpu, job)?;
     let t = Instant::now();
-    let mut feeds = Vec::with_capacity(2);
-    for i in 0..2 {
-        let input = job.inputs[i];
-        let h = &input.header;
-        // A Fortran-order input's strides do not bound a chunk's intervals by the chunk's size.
-        let strided_fortran = crate::npy::fortran::is_strided_fortran(input);
-        feeds.push(if job.iter.is_identity(i) {
-            Feed::Local
-        } else if h.data_bytes <= resident_limit || strided_fortran {
-            if h.data_bytes > max_bind {
-                bail!(
-                    "input {} is broadcast in Fortran order and {} bytes, more than the {max_bind} bytes this GPU \
-                     can bind; use --backend cpu, or store it in C order",
-                    input.label,
-                    h.data_bytes
-                );
-            }
-            let mut host = HostBuf::default();
-            Feed::Resident(gpu.resident_buffer(host.read(input, dtype, &[(0, h.elements)])?))
-        } else {
-            Feed::Windowed
-        });
-    }
+    let resident = upload_resident(gpu, job)?;
     stats.read += t.elapsed();
-    let resident = [0, 1].map(|i| match &feeds[i] {
-        Feed::Resident(b) => Some(b),
-        _ => None,
-    });
-    let kernel = Kernel::new(gpu, dtype, job.sem, native, resident, [chunk * es; 2], chunk * es, 2)?;
-    let chunk_local = (0..2).filter(|&i| matches!(feeds[i], Feed::Local)).map(|i| 1u32 << i).sum();
-    let windowed = (0..2).filter(|&i| matches!(feeds[i], Feed::Windowed)).map(|i| 1u32 << i).sum();
+    let chunk = layout.chunk;
+    let native = gpu.native(job.dtype);
+    let kernel = Kernel::new(
+        gpu,
+        job.dtype,
+        job.sem,
+        native,
+        resident.each_ref().map(Option::as_ref),
+        [chunk * es; 2],
+        chunk * es,
+        2,
+    )?;
 
     let mut timing = ChunkTiming::default();
     let mut host = [HostBuf::default(), HostBuf::default()];
@@ -162,39 +229,9 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     let (mut start, mut slot) = (0u64, 0usize);
     while start < total {
         let n = chunk.min(total - start);
-        let mut params = Params::zeroed_with(n as u32, start as u32, &dims, [&strides[0], &strides[1]], chunk_local);
-        params.windowed = windowed;
-        if wide {
-            params.wide = 1;
-            params.base = 0;
-            for (k, c) in job.iter.unravel(start).into_iter().enumerate() {
-                params.base_coords[k] = if dims[k] == u32::MAX { 0 } else { c as u32 };
-                params.strides_hi[0][k] = strides_hi[0][k];
-                params.strides_hi[1][k] = strides_hi[1][k];
-            }
-        }
+        let mut params = layout.params(&job.iter, start, n);
         let t = Instant::now();
-        let mut data: [Option<&[u8]>; 2] = [None, None];
-        for (i, (h, slot_data)) in host.iter_mut().zip(data.iter_mut()).enumerate() {
-            let runs = match feeds[i] {
-                Feed::Resident(_) => continue,
-                Feed::Local => vec![(start, n)],
-                Feed::Windowed => {
-                    let iv = window::intervals(&job.iter.dims, &job.iter.strides[i], start, start + n);
-                    if iv.len() > MAX_INTERVALS || window::total(&iv) > chunk {
-                        bail!("internal error: a chunk of input {} needs more than its buffer", job.inputs[i].label);
-                    }
-                    params.interval_count[i] = iv.len() as u32;
-                    let mut at = 0u64;
-                    for (k, &(lo, hi)) in iv.iter().enumerate() {
-                        params.intervals[i][k] = [lo as u32, (lo >> 32) as u32, at as u32, 0];
-                        at += hi - lo + 1;
-                    }
-                    iv.iter().map(|&(lo, hi)| (lo, hi - lo + 1)).collect()
-                }
-            };
-            *slot_data = Some(h.read(job.inputs[i], dtype, &runs)?);
-        }
+        let data = read_chunk(&mut host, job, &layout, (start, n), &mut params)?;
         stats.read += t.elapsed();
         let idx = kernel.submit(gpu, slot, &params, data, n * es, &mut timing);
         if let Some((prev, prev_idx, len)) = pending.take() {

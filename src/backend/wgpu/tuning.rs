@@ -2,7 +2,7 @@
 //! switches tests use to reach every path on small inputs; see `docs/backends.md`), read and
 //! parsed in one place, once, before any work. Nothing else reads these variables.
 
-use crate::backend::RESIDENT_BYTES;
+use crate::plan::RESIDENT_BYTES;
 use anyhow::{bail, Result};
 
 /// Selects the wgpu API: `vulkan`, `metal`, `dx12` or `gl`.
