@@ -101,14 +101,10 @@ impl Formula {
         }
     }
 
-    /// The formula with this [`id`](Self::id), for const-generic kernels.
-    #[inline(always)]
+    /// The formula with this [`id`](Self::id), for const-generic kernels; evaluated in a
+    /// `const` block there, so an id outside [`Formula::ALL`] does not compile.
     pub const fn from_id(id: u8) -> Formula {
-        match id {
-            0 => Formula::Sub,
-            1 => Formula::SqDiff,
-            _ => Formula::SqDiffRounded,
-        }
+        Formula::ALL[id as usize]
     }
 
     /// A number for const generics (`Formula::from_id(f.id()) == f`).
@@ -116,6 +112,15 @@ impl Formula {
         self as u8
     }
 }
+
+// `ALL` lists every formula in id order, which `from_id` relies on.
+const _: () = {
+    let mut i = 0;
+    while i < Formula::ALL.len() {
+        assert!(Formula::ALL[i] as usize == i, "Formula::ALL must list the formulas in declaration order");
+        i += 1;
+    }
+};
 
 /// Expands `$body` once per formula with `$F` a `const` of that formula, so that each copy of a
 /// hot loop is compiled (and vectorised) for one formula, with no branch per element. The one
@@ -476,7 +481,7 @@ mod f16_x86 {
     #[inline]
     #[target_feature(enable = "avx,f16c")]
     unsafe fn op<const F: u8>(x: __m256, y: __m256) -> __m256 {
-        Formula::from_id(F).eval(&mut Lanes, x, y)
+        const { Formula::from_id(F) }.eval(&mut Lanes, x, y)
     }
 
     /// 8 results: elements `i..i + 8` of `a` and `b` (or the splats, for a broadcast operand)

@@ -9,6 +9,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use tensorop::op::Op;
 
 /// A small deterministic generator (xorshift), so cases are the same on every run.
 struct Rng(u64);
@@ -132,7 +133,7 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
         for (si, (sa, sb, fortran, big)) in SHAPES.iter().enumerate() {
             write_npy(&dir.path("a.npy"), kind, size, sa, *fortran, false, &mut rng);
             write_npy(&dir.path("b.npy"), kind, size, sb, false, *big, &mut rng);
-            let mut variants: Vec<Vec<&str>> = vec![vec!["sub"], vec!["sqdiff"]];
+            let mut variants: Vec<Vec<&str>> = Op::ALL.iter().map(|op| vec![op.name()]).collect();
             if kind == "f2" {
                 variants.push(vec!["sqdiff", "--half-precision"]);
             }
