@@ -1,18 +1,19 @@
-//! tensorop: DirectML element-wise subtract and squared difference over `.npy` files. `main`
-//! parses arguments, dispatches the command and maps its outcome to the exit status
-//! (0 ok, 1 runtime error, 2 usage error, 3 validation failure); nothing else.
+//! The command line's edge: [`main`] parses arguments, dispatches the command and maps its
+//! outcome to the exit status (0 ok, 1 runtime error, 2 usage error, 3 validation failure);
+//! nothing else. The `tensorop` binary is this function.
 
+use crate::backend::wgpu::WgpuTuning;
+use crate::cli::{Cli, Command};
+use crate::config::{self, Config, UsageError};
+use crate::op::Op;
+use crate::output::{self, BrokenPipe};
+use crate::pipeline::{self, Outcome};
+use crate::{commands, shell, sys};
 use clap::Parser;
 use std::process::ExitCode;
-use tensorop::backend::wgpu::WgpuTuning;
-use tensorop::cli::{Cli, Command};
-use tensorop::config::{self, Config, UsageError};
-use tensorop::op::Op;
-use tensorop::output::{self, BrokenPipe};
-use tensorop::pipeline::{self, Outcome};
-use tensorop::{commands, shell, sys};
 
-fn main() -> ExitCode {
+/// Runs the `tensorop` command with the process's arguments.
+pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -33,7 +34,7 @@ fn main() -> ExitCode {
         Command::Support(args) => return finish(commands::support(&args, &mut std::io::stdout().lock())),
         Command::Info(args) => return finish(commands::info(&args, &mut std::io::stdout().lock())),
         Command::Devices(args) => {
-            tensorop::backend::wgpu::quiet_driver_probes();
+            crate::backend::wgpu::quiet_driver_probes();
             let tuning = WgpuTuning::from_env();
             return finish(tuning.and_then(|t| commands::devices(&args, &t, &mut std::io::stdout().lock())));
         }
@@ -46,9 +47,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if cfg.backend == tensorop::backend::BackendKind::Wgpu {
+    if cfg.backend == crate::backend::BackendKind::Wgpu {
         // While this is the only thread (the signal thread starts next).
-        tensorop::backend::wgpu::quiet_driver_probes();
+        crate::backend::wgpu::quiet_driver_probes();
     }
     clean_up_on_signals();
     let outcome = pipeline::run(&cfg);

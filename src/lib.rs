@@ -1,20 +1,22 @@
-//! tensorop as a library: the modules behind the `tensorop` binary, exposed so benchmarks and
-//! other tools can drive the kernels, the `.npy` reader and the checks directly. The binary
-//! (`main.rs`) only parses arguments and maps outcomes to exit codes.
+//! tensorop as a library: the modules behind the `tensorop` binary. The public surface is what
+//! the binary ([`app`]), the benchmarks, the fuzz targets and the tests drive: the command line,
+//! the configuration and the pipeline, the `.npy` reader, the kernels and the dtypes. The rest is
+//! crate-private. `docs/architecture.md` draws how the modules fit together.
 
-pub mod backend;
+pub mod app;
+pub(crate) mod backend;
 pub mod cli;
-pub mod commands;
+pub(crate) mod commands;
 pub mod config;
 pub mod dtype;
 pub mod npy;
 pub mod op;
-pub mod output;
+pub(crate) mod output;
 pub mod pipeline;
-pub mod plan;
-pub mod progress;
+pub(crate) mod plan;
+pub(crate) mod progress;
 pub mod report;
 pub mod shape;
-pub mod shell;
-pub mod spec;
-pub mod sys;
+pub(crate) mod shell;
+pub(crate) mod spec;
+pub(crate) mod sys;

@@ -22,7 +22,7 @@ use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use crate::plan::Feed;
 use anyhow::{anyhow, bail, Context, Result};
-pub use device::{list_adapters, quiet_driver_probes, AdapterEntry, DeviceReport, Gpu};
+pub use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
 use kernel::*;
 use serde::Serialize;
 use shader::{elements_per_invocation, Native, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
