@@ -106,6 +106,15 @@ pub trait Element: bytemuck::Pod + Send + Sync + PartialEq + fmt::Debug + 'stati
     fn swap_bytes(self) -> Self;
 }
 
+/// Elements in native byte order made little-endian, the byte order of output files and of GPU
+/// buffers: nothing to do on little-endian machines, a swap of each element on big-endian ones.
+/// The one place where tensorop converts to little-endian.
+pub(crate) fn to_little_endian<T: Element>(buf: &mut [T]) {
+    if cfg!(target_endian = "big") {
+        buf.iter_mut().for_each(|x| *x = x.swap_bytes());
+    }
+}
+
 macro_rules! impl_element {
     ($($t:ty),* $(,)?) => {$(
         impl Element for $t {

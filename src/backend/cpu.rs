@@ -6,7 +6,7 @@
 //! order, see [`crate::npy::fortran`]).
 
 use crate::backend::{Job, Stats};
-use crate::dtype::Element;
+use crate::dtype::to_little_endian;
 use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
 use crate::plan::Feed;
@@ -406,12 +406,5 @@ impl Stats {
     fn absorb<T>(&mut self, w: &Worker<'_, T>) {
         self.read += w.readers[0].read_time + w.readers[1].read_time;
         self.compute += w.compute_time;
-    }
-}
-
-/// Output files are little-endian; on a big-endian machine elements are swapped before writing.
-fn to_little_endian<T: Element>(buf: &mut [T]) {
-    if cfg!(target_endian = "big") {
-        buf.iter_mut().for_each(|x| *x = x.swap_bytes());
     }
 }

@@ -59,9 +59,7 @@ impl HostBuf {
                 let v: &mut [T] = bytemuck::try_cast_slice_mut(dst)
                     .map_err(|e| anyhow!("internal error: misaligned chunk buffer: {e}"))?;
                 input.read_into(first, v)?;
-                if cfg!(target_endian = "big") {
-                    v.iter_mut().for_each(|x| *x = crate::dtype::Element::swap_bytes(*x));
-                }
+                crate::dtype::to_little_endian(v);
             });
             at += n;
         }

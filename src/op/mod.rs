@@ -1,0 +1,199 @@
+//! The operators and their arithmetic: the one place that defines what `sub` and `sqdiff`
+//! compute for each dtype (the arithmetic table in `docs/cli.md`).
+//!
+//! An operator's meaning is written once, as a [`Formula`] over three primitive [`Steps`]
+//! (subtract, multiply, round an intermediate to the element type). Each way of computing
+//! implements the steps, not the operators: the element types' Rust arithmetic ([`Arith`]), the
+//! float16 kernels' float32 lanes, and the GPU kernels' WGSL text
+//! (`backend::wgpu::shader`). Adding an operator is one [`Op`] variant, its [`Formula`], its
+//! support rows and one CLI line; `docs/adding-an-operator.md` walks through it.
+//!
+//! Here: the operators, their formulas and the primitive steps; `arith` has the
+//! element types' steps and the portable slice kernels, `f16` the float16 kernels.
+
+mod arith;
+mod f16;
+
+use arith::element;
+pub use arith::Arith;
+
+/// An element-wise operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `a - b` (`DML_OPERATOR_ELEMENT_WISE_SUBTRACT`).
+    Sub,
+    /// `(a - b) * (a - b)` (`DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE`).
+    SqDiff,
+}
+
+impl Op {
+    /// Every operator.
+    pub const ALL: [Op; 2] = [Op::Sub, Op::SqDiff];
+
+    /// The command name (`sub`, `sqdiff`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Sub => "sub",
+            Op::SqDiff => "sqdiff",
+        }
+    }
+
+    /// The DirectML operator type this op implements.
+    pub fn dml_operator(self) -> &'static str {
+        match self {
+            Op::Sub => "DML_OPERATOR_ELEMENT_WISE_SUBTRACT",
+            Op::SqDiff => "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE",
+        }
+    }
+
+    /// What the operator computes; `round_difference` is `--half-precision`.
+    pub const fn formula(self, round_difference: bool) -> Formula {
+        match (self, round_difference) {
+            (Op::Sub, _) => Formula::Sub,
+            (Op::SqDiff, false) => Formula::SqDiff,
+            (Op::SqDiff, true) => Formula::SqDiffRounded,
+        }
+    }
+}
+
+/// The primitive steps a [`Formula`] is written in, over values of type `V`: the element type's
+/// arithmetic type (float32 for float16), 8 float32 lanes, or a WGSL expression. Every step rounds
+/// as IEEE-754 does for floats (to nearest even, subnormals kept) and wraps for integers.
+pub trait Steps {
+    /// A value the steps work on.
+    type V: Clone;
+    /// `a - b`.
+    fn sub(&mut self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b`.
+    fn mul(&mut self, a: Self::V, b: Self::V) -> Self::V;
+    /// `v` rounded to the element type and widened back: float16's intermediate rounding, the
+    /// identity for every type computed in its own width.
+    fn round(&mut self, v: Self::V) -> Self::V;
+}
+
+/// One operator's formula: the single definition every kernel, CPU or GPU, is derived from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Formula {
+    /// `a - b`.
+    Sub,
+    /// `d = a - b; d * d`: two roundings, never a fused multiply-add.
+    SqDiff,
+    /// `d = round(a - b); d * d`: float16 `sqdiff --half-precision`.
+    SqDiffRounded,
+}
+
+impl Formula {
+    /// Every formula.
+    pub const ALL: [Formula; 3] = [Formula::Sub, Formula::SqDiff, Formula::SqDiffRounded];
+
+    /// Applies the formula to `a` and `b` with `steps`. With a constant `self` (see
+    /// [`with_formula!`]) and inlined steps, this compiles to the bare arithmetic.
+    #[inline(always)]
+    pub fn eval<S: Steps>(self, steps: &mut S, a: S::V, b: S::V) -> S::V {
+        match self {
+            Formula::Sub => steps.sub(a, b),
+            Formula::SqDiff => {
+                let d = steps.sub(a, b);
+                steps.mul(d.clone(), d)
+            }
+            Formula::SqDiffRounded => {
+                let d = steps.sub(a, b);
+                let d = steps.round(d);
+                steps.mul(d.clone(), d)
+            }
+        }
+    }
+
+    /// The formula with this [`id`](Self::id), for const-generic kernels; evaluated in a
+    /// `const` block there, so an id outside [`Formula::ALL`] does not compile.
+    pub const fn from_id(id: u8) -> Formula {
+        Formula::ALL[id as usize]
+    }
+
+    /// A number for const generics (`Formula::from_id(f.id()) == f`).
+    pub const fn id(self) -> u8 {
+        self as u8
+    }
+}
+
+// `ALL` lists every formula in id order, which `from_id` relies on.
+const _: () = {
+    let mut i = 0;
+    while i < Formula::ALL.len() {
+        assert!(Formula::ALL[i] as usize == i, "Formula::ALL must list the formulas in declaration order");
+        i += 1;
+    }
+};
+
+/// Expands `$body` once per formula with `$F` a `const` of that formula, so that each copy of a
+/// hot loop is compiled (and vectorised) for one formula, with no branch per element. The one
+/// place that lists the formulas for dispatch: a new variant is a compile error here.
+#[macro_export]
+macro_rules! with_formula {
+    ($formula:expr, $F:ident => $body:expr) => {
+        match $formula {
+            $crate::op::Formula::Sub => {
+                const $F: $crate::op::Formula = $crate::op::Formula::Sub;
+                $body
+            }
+            $crate::op::Formula::SqDiff => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiff;
+                $body
+            }
+            $crate::op::Formula::SqDiffRounded => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiffRounded;
+                $body
+            }
+        }
+    };
+}
+
+/// What a kernel computes: the operator and the float16 intermediate-rounding mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Semantics {
+    pub op: Op,
+    /// float16 only: round `a - b` to float16 before squaring (`--half-precision`).
+    pub half_precision: bool,
+}
+
+impl Semantics {
+    /// The formula a kernel applies.
+    pub fn formula(self) -> Formula {
+        self.op.formula(self.half_precision)
+    }
+
+    /// Applies the operator to one pair of elements: the scalar reference every kernel matches.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn scalar<T: Arith>(self, a: T, b: T) -> T {
+        element(self.formula(), a, b)
+    }
+
+    /// Computes `out[i] = op(a[i], b[i])` where each operand is a slice as long as `out` or a
+    /// single broadcast value.
+    pub fn apply<T: Arith>(self, out: &mut [T], a: Operand<'_, T>, b: Operand<'_, T>) {
+        debug_assert!(a.fits(out.len()) && b.fits(out.len()));
+        T::apply_slices(self.formula(), out, a, b);
+    }
+}
+
+/// One operand of a slice kernel.
+#[derive(Debug, Clone, Copy)]
+pub enum Operand<'a, T> {
+    /// One element per output element.
+    Slice(&'a [T]),
+    /// The same element for every output element (a stride-0 input).
+    Scalar(T),
+}
+
+impl<T> Operand<'_, T> {
+    fn fits(&self, n: usize) -> bool {
+        match self {
+            Operand::Slice(s) => s.len() == n,
+            Operand::Scalar(_) => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
