@@ -2,11 +2,14 @@
 floor, file to file, with interleaved runs, a fresh output path per run, medians and ratios.
 
 usage: python3 benches/e2e.py [BIN] [--runs N] [--log2 K] [--cases NAME,...] [--backend wgpu]
+                              [--compare OTHER_BIN]
 
 BIN defaults to target/release/tensorop. Inputs (2^K elements, default 26: 256 MiB float32) are
 made once in a scratch directory (TMPDIR) and stay in the page cache across runs. Each round runs
 every tool once, in turn, so machine noise hits all of them alike; the table shows per-tool
-medians, the ratio to NumPy, and peak RSS from /usr/bin/time when it is installed.
+medians, the ratio to NumPy, and peak RSS from /usr/bin/time when it is installed. --compare
+adds a second tensorop binary (say, a build of the previous commit) to the same interleaved
+rounds, as the tool `compare`: the before/after check of a change.
 """
 import os
 import shutil
@@ -34,6 +37,7 @@ runs = int(opt("--runs", "7"))
 log2 = int(opt("--log2", "26"))
 only = opt("--cases", "")
 backend = opt("--backend", "cpu")
+compare = opt("--compare", "")
 binary = os.path.abspath(args[0] if args else "target/release/tensorop")
 here = os.path.dirname(os.path.abspath(__file__))
 n = 1 << log2
@@ -99,7 +103,7 @@ def main():
         subprocess.run([cc, "-O3", "-march=native", "-fopenmp", "-o", floor, os.path.join(here, "floor.c")], check=True)
         bw = subprocess.run([floor, "stream", str(1 << 25)], capture_output=True, text=True).stdout.strip()
         print(f"STREAM-style c = a - b on all cores: {bw} GB/s (three arrays counted)")
-    tools = ["tensorop", "numpy"] + (["openvino"] if have_openvino() else [])
+    tools = ["tensorop"] + (["compare"] if compare else []) + ["numpy"] + (["openvino"] if have_openvino() else [])
     rng = np.random.default_rng(0)
     print(f"{runs} interleaved rounds, medians; machine: {os.cpu_count()} cores; backend {backend}")
     print(f"{'case':<15} {'tool':<9} {'median s':>9} {'vs numpy':>9} {'peak RSS':>10}")
@@ -114,6 +118,7 @@ def main():
                 np.save(path, rng.integers(-1000, 1000, size=shape, dtype=dtype))
         cmds = {
             "tensorop": lambda out: [binary, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none"],
+            "compare": lambda out: [os.path.abspath(compare), op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none"],
             "numpy": lambda out: [sys.executable, "-c", NUMPY, op, a, b, out],
             "openvino": lambda out: [sys.executable, "-c", OPENVINO, op, a, b, out],
         }
@@ -124,7 +129,10 @@ def main():
         times = {t: [] for t in use}
         rss = {t: 0 for t in use}
         for r in range(runs):
-            for t in use:
+            # Each round starts with a different tool: whichever runs right after NumPy (whose
+            # 0.5-1 GiB of memory pushes the inputs out of the caches) is otherwise slowed every
+            # round, about 10% here.
+            for t in use[r % len(use) :] + use[: r % len(use)]:
                 out = os.path.join(work, f"out_{t}_{r}.npy")
                 wall, kib = timed(cmds[t](out))
                 times[t].append(wall)
