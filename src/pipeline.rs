@@ -13,6 +13,9 @@ use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::progress::Progress;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
 use crate::spec::checks::{validate, Status, TensorSpec, Validation};
+use crate::spec::dml::{descriptors, Descriptors};
+use crate::spec::level::LevelChoice;
+use crate::spec::matrix::row_for;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -192,6 +195,13 @@ fn c_order_copies(plan: &Plan, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInpu
 }
 
 impl Trace {
+    /// The DirectML descriptors of a planned job at a DirectML level.
+    fn dml(&self, cfg: &Config) -> Option<Descriptors> {
+        let (LevelChoice::Dml(level), Some(plan)) = (cfg.level, &self.plan) else { return None };
+        let row = row_for(cfg.sem.op, level)?;
+        Some(descriptors(cfg.sem.op, row, plan.dtype, &plan.out_shape, &plan.strides))
+    }
+
     /// The report of a run that got as far as this trace and ended with `outcome` after `total`.
     fn report(self, cfg: &Config, outcome: &Outcome, total: Duration) -> Report {
         let (status, error) = match outcome {
@@ -203,6 +213,7 @@ impl Trace {
         let committed = self.execute.is_some();
         let gpu = cfg.backend == BackendKind::Wgpu;
         let stats = self.stats.clone().unwrap_or_default();
+        let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
         Report {
             schema_version: 1,
             tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
@@ -210,6 +221,7 @@ impl Trace {
             dml_operator: cfg.sem.op.dml_operator(),
             feature_level: cfg.level.to_string(),
             support_row: self.validation.as_ref().and_then(|v| v.support_row).map(|r| r.to_string()),
+            minimum_feature_level: self.validation.as_ref().and_then(|v| v.minimum_level).map(|l| l.to_string()),
             status,
             valid: status == RunStatus::Ok && !checks.is_empty() && checks.iter().all(|c| c.status != Status::Fail),
             error,
@@ -225,6 +237,7 @@ impl Trace {
                 strides: p.strides.clone(),
             }),
             checks,
+            dml,
             backend: BackendInfo {
                 name: cfg.backend.name(),
                 device: self.device.as_ref().map(|d| d.0.clone()),

@@ -25,6 +25,9 @@ pub struct Report {
     pub dml_operator: &'static str,
     pub feature_level: String,
     pub support_row: Option<String>,
+    /// The oldest DirectML level at which these inputs pass every check; `None` when no level
+    /// does or the inputs could not be read.
+    pub minimum_feature_level: Option<String>,
     pub status: RunStatus,
     pub valid: bool,
     pub error: Option<String>,
@@ -32,6 +35,9 @@ pub struct Report {
     pub output: Option<OutputInfo>,
     pub broadcast: Option<BroadcastInfo>,
     pub checks: Vec<Check>,
+    /// The DirectML descriptors of the job, when it ran (or was planned, with `--dry-run`) at a
+    /// DirectML level.
+    pub dml: Option<crate::spec::dml::Descriptors>,
     pub backend: BackendInfo,
     pub elements: u64,
     pub bytes_read: u64,

@@ -189,3 +189,104 @@ fn report_to_stdout_with_output_to_stdout_is_a_usage_error() {
     // Without -o the output goes to stdout (it is a pipe here), so this clashes too.
     dir.run(&["sub", "a.npy", "b.npy", "--report", "-"]).expect_code(2).expect_message();
 }
+
+// ---------------------------------------------------------------------------------------------
+// The answers: minimum feature level and DirectML descriptors
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn minimum_feature_level_is_reported_at_any_level_and_hinted_on_failure() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[4], &[1i8, 2, 3, 4]));
+    dir.write("b.npy", &npy(&[4], &[1i8; 4]));
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "-f", "4_1", "--report", "r.json"]);
+    out.expect_code(3).stderr_mentions("these inputs pass at feature level 5_1 and newer: use --feature-level 5_1");
+    let r = dir.report("r.json");
+    assert_eq!(r["minimum_feature_level"], "5_1");
+    assert!(r["error"].as_str().unwrap_or_default().ends_with("use --feature-level 5_1"), "{}", r["error"]);
+    for level in ["5_1", "latest", "none"] {
+        dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "-f", level, "--report", "r.json"]).ok();
+        assert_eq!(dir.report("r.json")["minimum_feature_level"], "5_1", "at {level}");
+    }
+    // No level: null, and the hint says whether `none` would do.
+    dir.write("d.npy", &npy(&[2], &[1.0f64, 2.0]));
+    dir.run(&["sub", "d.npy", "d.npy", "-o", "o.npy", "--report", "r.json"])
+        .expect_code(3)
+        .stderr_mentions("--feature-level none does: use --feature-level none");
+    assert!(dir.report("r.json")["minimum_feature_level"].is_null());
+    // Inputs that cannot be read: null.
+    dir.write("bad.npy", b"\x93NUMPY\x01\x00garbage");
+    dir.run(&["sub", "bad.npy", "b.npy", "-o", "o.npy", "--report", "r.json"]).expect_code(1);
+    let r = dir.report("r.json");
+    assert!(r["minimum_feature_level"].is_null() && r["dml"].is_null());
+}
+
+/// Element `offset` of a tensor's storage, as a DirectML kernel addresses it through `Strides`.
+fn addressed(storage: &[f32], sizes: &[u64], strides: &[u64], flat: u64) -> f32 {
+    let (mut rem, mut offset) = (flat, 0u64);
+    for (&d, &s) in sizes.iter().zip(strides).rev() {
+        offset += (rem % d) * s;
+        rem /= d;
+    }
+    storage[offset as usize]
+}
+
+#[test]
+fn dml_descriptors_address_the_broadcast_inputs_in_their_storage() {
+    let dir = Dir::new();
+    // A in Fortran order, B broadcast along two dimensions; level 1_0 pads rank 3 to 4.
+    let a = a_values();
+    dir.write("a.npy", &npy_with(&A_SHAPE, &a, Layout::fortran()));
+    let b: Vec<f32> = (0..3).map(|i| 100.0 + i as f32).collect();
+    dir.write("b.npy", &npy(&B_SHAPE, &b));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "-f", "1_0", "--report", "r.json"]).ok();
+    let r = dir.report("r.json");
+    let d = &r["dml"];
+    assert_eq!(d["operator"], "DML_OPERATOR_ELEMENT_WISE_SUBTRACT");
+    assert_eq!(d["desc"], "DML_ELEMENT_WISE_SUBTRACT_OPERATOR_DESC");
+    let t = &d["tensors"];
+    let sizes = u64s(&t["OutputTensor"]["Sizes"]);
+    assert_eq!(sizes, [1, 2, 3, 4]);
+    assert!(t["OutputTensor"]["Strides"].is_null());
+    assert_eq!(t["OutputTensor"]["TotalTensorSizeInBytes"], 96);
+    // Each input's strides, applied to its storage, give the broadcast input, element by element.
+    let storage = [c_to_fortran(&A_SHAPE, &a), b.clone()];
+    let logical: [&dyn Fn(usize, usize, usize) -> f32; 2] = [&|i, j, k| a[(i * 3 + j) * 4 + k], &|_, j, _| b[j]];
+    for (name, store, value) in [("ATensor", &storage[0], logical[0]), ("BTensor", &storage[1], logical[1])] {
+        let desc = &t[name];
+        assert_eq!(desc["DataType"], "DML_TENSOR_DATA_TYPE_FLOAT32");
+        assert_eq!(desc["Flags"], "DML_TENSOR_FLAG_NONE");
+        assert_eq!(desc["DimensionCount"], 4);
+        assert_eq!(desc["GuaranteedBaseOffsetAlignment"], 0);
+        assert_eq!(u64s(&desc["Sizes"]), sizes, "{name}: all tensors share Sizes");
+        let strides = u64s(&desc["Strides"]);
+        for flat in 0..24u64 {
+            let (i, j, k) = ((flat / 12) as usize, (flat / 4 % 3) as usize, (flat % 4) as usize);
+            assert_eq!(addressed(store, &sizes, &strides, flat), value(i, j, k), "{name} at {flat}");
+        }
+        // DMLCalcBufferTensorSize: one past the last element addressed, in bytes, rounded up to 4.
+        let span: u64 = 1 + sizes.iter().zip(&strides).map(|(d, s)| (d - 1) * s).sum::<u64>();
+        assert_eq!(desc["TotalTensorSizeInBytes"], (span * 4).div_ceil(4) * 4, "{name}");
+        assert!(span as usize <= store.len(), "{name} addresses past its storage");
+    }
+    // A Fortran-order input shows its storage strides.
+    assert_eq!(u64s(&t["ATensor"]["Strides"]), [0, 1, 2, 6]);
+    // float16 rounds the size up to a multiple of 4.
+    dir.write("h.npy", &npy(&[3], &[H(0x3c00); 3]));
+    dir.run(&["sub", "h.npy", "h.npy", "-o", "o.npy", "--report", "r.json"]).ok();
+    assert_eq!(dir.report("r.json")["dml"]["tensors"]["ATensor"]["TotalTensorSizeInBytes"], 8);
+}
+
+#[test]
+fn dml_is_null_at_level_none_and_on_failures() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "-f", "none", "--report", "r.json"]).ok();
+    assert!(dir.report("r.json")["dml"].is_null());
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "--dry-run", "--report", "r.json"]).ok();
+    assert_eq!(dir.report("r.json")["dml"]["tensors"]["BTensor"]["Sizes"].as_array().map(Vec::len), Some(3));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "o.npy", "-f", "3_0", "--report", "r.json"]).expect_code(3);
+    assert!(dir.report("r.json")["dml"].is_null());
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "missing-dir/o.npy", "--report", "r.json"]).expect_code(1);
+    assert!(dir.report("r.json")["dml"].is_null());
+}

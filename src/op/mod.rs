@@ -46,6 +46,14 @@ impl Op {
         }
     }
 
+    /// The DirectML operator desc struct a caller fills in.
+    pub fn dml_desc(self) -> &'static str {
+        match self {
+            Op::Sub => "DML_ELEMENT_WISE_SUBTRACT_OPERATOR_DESC",
+            Op::SqDiff => "DML_ELEMENT_WISE_DIFFERENCE_SQUARE_OPERATOR_DESC",
+        }
+    }
+
     /// What the operator computes; `round_difference` is `--half-precision`.
     pub const fn formula(self, round_difference: bool) -> Formula {
         match (self, round_difference) {

@@ -94,6 +94,11 @@ pub struct Validation {
     pub support_row: Option<FeatureLevel>,
     /// The output shape, when the shapes are compatible.
     pub out_shape: Option<Vec<u64>>,
+    /// The oldest DirectML level at which every check passes for these inputs, whatever level
+    /// was asked for; `None` when no level does.
+    pub minimum_level: Option<FeatureLevel>,
+    /// Whether every check passes with `--feature-level none`.
+    pub none_accepts: bool,
 }
 
 impl Validation {
@@ -101,15 +106,30 @@ impl Validation {
         self.checks.iter().all(|c| c.status != Status::Fail)
     }
 
-    /// The failed checks' messages, one per line.
+    /// The failed checks' messages, one per line, and last, what would work.
     pub fn failure_summary(&self) -> String {
-        let lines: Vec<String> = self
+        let mut lines: Vec<String> = self
             .checks
             .iter()
             .filter(|c| c.status == Status::Fail)
             .map(|c| format!("{}: {}", c.id, c.message))
             .collect();
+        lines.push(self.hint());
         lines.join("\n")
+    }
+
+    /// What would work for these inputs: the oldest level that passes, or that none does and
+    /// whether `--feature-level none` accepts them.
+    pub fn hint(&self) -> String {
+        match (self.minimum_level, self.none_accepts) {
+            (Some(l), _) => format!("these inputs pass at feature level {l} and newer: use --feature-level {l}"),
+            (None, true) => "no DirectML feature level accepts these inputs; --feature-level none does: use \
+                             --feature-level none"
+                .into(),
+            (None, false) => {
+                "no DirectML feature level accepts these inputs, and neither does --feature-level none".into()
+            }
+        }
     }
 }
 
@@ -121,6 +141,21 @@ pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
 /// Each check is a pure function of the operator, the level, its support row and the inputs, so
 /// the same functions can be rerun at other levels.
 pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec, b: &TensorSpec) -> Validation {
+    let passes = |l: LevelChoice| checks_at(op, l, mode, a, b).0.iter().all(|c| c.status != Status::Fail);
+    let minimum_level = FeatureLevel::ALL.into_iter().find(|&l| passes(LevelChoice::Dml(l)));
+    let none_accepts = passes(LevelChoice::None);
+    let (checks, support_row, out_shape) = checks_at(op, level, mode, a, b);
+    Validation { checks, support_row, out_shape, minimum_level, none_accepts }
+}
+
+/// The seven checks at `level`, the support row applied and the output shape.
+fn checks_at(
+    op: Op,
+    level: LevelChoice,
+    mode: BroadcastMode,
+    a: &TensorSpec,
+    b: &TensorSpec,
+) -> (Vec<Check>, Option<FeatureLevel>, Option<Vec<u64>>) {
     let row = support_row(op, level);
     let (shape, out_shape) = shape_check(mode, a, b);
     let out = out_shape.as_deref();
@@ -133,7 +168,7 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
         nonzero_check(level, a, b),
         element_count_check(level, out),
     ];
-    Validation { checks, support_row: row.map(|r| r.since), out_shape }
+    (checks, row.map(|r| r.since), out_shape)
 }
 
 impl Check {
@@ -531,5 +566,84 @@ mod tests {
         assert_eq!(status(&v, "element_count"), Status::Fail);
         let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[65535, 1]), f32s(&[65537]));
         assert_eq!(status(&v, "element_count"), Status::Pass);
+    }
+
+    /// The minimum level of `op` on `a` and `b`, asked at `level` (it must not depend on it),
+    /// and whether `--feature-level none` accepts them.
+    fn minimum(
+        op: Op,
+        mode: BroadcastMode,
+        a: (FileDType, Vec<u64>),
+        b: (FileDType, Vec<u64>),
+    ) -> (Option<String>, bool) {
+        let at: Vec<_> =
+            ["1_0", "4_1", "latest", "none"].iter().map(|l| run(op, l, mode, a.clone(), b.clone())).collect();
+        for v in &at[1..] {
+            assert_eq!((v.minimum_level, v.none_accepts), (at[0].minimum_level, at[0].none_accepts));
+        }
+        (at[0].minimum_level.map(|l| l.to_string()), at[0].none_accepts)
+    }
+
+    fn of(d: DType, shape: &[u64]) -> (FileDType, Vec<u64>) {
+        (FileDType::Numeric(d), shape.to_vec())
+    }
+
+    #[test]
+    fn minimum_level_is_each_dtypes_first_row() {
+        use DType::*;
+        let np = BroadcastMode::Numpy;
+        let first = |op, d| minimum(op, np, of(d, &[2, 3]), of(d, &[3])).0;
+        for (d, sub, sqdiff) in [
+            (F32, Some("1_0"), Some("3_1")),
+            (F16, Some("1_0"), Some("3_1")),
+            (I32, Some("2_1"), Some("3_1")),
+            (U32, Some("2_1"), Some("3_1")),
+            (I64, Some("4_1"), None),
+            (U64, Some("4_1"), None),
+            (I16, Some("5_1"), None),
+            (I8, Some("5_1"), None),
+            (U16, Some("5_1"), None),
+            (U8, Some("5_1"), None),
+            (F64, None, None),
+        ] {
+            assert_eq!(first(Op::Sub, d).as_deref(), sub, "sub {d}");
+            assert_eq!(first(Op::SqDiff, d).as_deref(), sqdiff, "sqdiff {d}");
+        }
+        // Every level from the minimum on passes; the one before fails.
+        let v = run(Op::Sub, "4_1", np, of(I8, &[2]), of(I8, &[2]));
+        assert!(!v.valid() && v.failure_summary().ends_with("use --feature-level 5_1"), "{}", v.failure_summary());
+        assert!(run(Op::Sub, "5_1", np, of(I8, &[2]), of(I8, &[2])).valid());
+    }
+
+    #[test]
+    fn minimum_level_follows_ranks_sizes_and_shapes() {
+        let np = BroadcastMode::Numpy;
+        let rank = |r: usize| minimum(Op::Sub, np, f32s(&vec![2; r]), f32s(&[2])).0;
+        assert_eq!(rank(4).as_deref(), Some("1_0"), "rank 4 is every level's");
+        assert_eq!(rank(5).as_deref(), Some("3_0"), "ranks 5-8 from 3_0");
+        assert_eq!(rank(8).as_deref(), Some("3_0"));
+        assert_eq!(minimum(Op::Sub, np, f32s(&[1; 9]), f32s(&[1])), (None, true), "rank 9: only none");
+        assert_eq!(minimum(Op::SqDiff, np, f32s(&[1; 5]), f32s(&[1])).0.as_deref(), Some("3_1"));
+        assert_eq!(minimum(Op::Sub, np, f32s(&[]), f32s(&[])).0.as_deref(), Some("1_0"), "rank 0 counts as 1");
+        assert_eq!(minimum(Op::Sub, np, f32s(&[3, 0]), f32s(&[1])), (None, true), "empty: only none");
+        assert_eq!(minimum(Op::Sub, np, f32s(&[65536, 65536]), f32s(&[1])), (None, true), "2^32 elements");
+        assert_eq!(minimum(Op::Sub, np, f32s(&[2, 3]), of(DType::I32, &[3])), (None, false), "dtype mismatch");
+        assert_eq!(minimum(Op::Sub, np, f32s(&[2, 3]), f32s(&[4])), (None, false), "unbroadcastable");
+        let none = BroadcastMode::None;
+        assert_eq!(minimum(Op::Sub, none, f32s(&[2, 3]), f32s(&[3])), (None, false), "--broadcast none");
+        assert_eq!(minimum(Op::Sub, none, f32s(&[2, 3]), f32s(&[2, 3])).0.as_deref(), Some("1_0"));
+    }
+
+    #[test]
+    fn every_failure_ends_with_what_would_work() {
+        let np = BroadcastMode::Numpy;
+        let last = |v: Validation| v.failure_summary().lines().last().unwrap_or_default().to_string();
+        assert_eq!(
+            last(run(Op::SqDiff, "3_0", np, f32s(&[2]), f32s(&[2]))),
+            "these inputs pass at feature level 3_1 and newer: use --feature-level 3_1"
+        );
+        assert!(last(run(Op::Sub, "latest", np, of(DType::F64, &[2]), of(DType::F64, &[2])))
+            .ends_with("--feature-level none does: use --feature-level none"));
+        assert!(last(run(Op::Sub, "none", np, f32s(&[2]), f32s(&[3]))).ends_with("neither does --feature-level none"));
     }
 }

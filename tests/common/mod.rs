@@ -698,13 +698,15 @@ impl Default for Dir {
 // ---------------------------------------------------------------------------------------------
 
 /// The report keys the contract calls stable.
-pub const REPORT_KEYS: [&str; 18] = [
+pub const REPORT_KEYS: [&str; 20] = [
     "schema_version",
     "tool",
     "op",
     "dml_operator",
     "feature_level",
     "support_row",
+    "minimum_feature_level",
+    "dml",
     "status",
     "valid",
     "error",
