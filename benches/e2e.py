@@ -46,6 +46,8 @@ CASES = {
     # name: (op, dtype, shape of A, shape of B)
     "f32_sub": ("sub", "float32", (n,), (n,)),
     "f32_sqdiff": ("sqdiff", "float32", (n,), (n,)),
+    # The same job with --stats (tensorop only; compare its time with f32_sqdiff's).
+    "f32_sqdiff_stats": ("sqdiff", "float32", (n,), (n,), ["--stats"]),
     "f16_sqdiff": ("sqdiff", "float16", (n,), (n,)),
     "i32_sub": ("sub", "int32", (n,), (n,)),
     "f32_bcast_row": ("sub", "float32", (n >> 13, 8192), (8192,)),
@@ -107,7 +109,8 @@ def main():
     rng = np.random.default_rng(0)
     print(f"{runs} interleaved rounds, medians; machine: {os.cpu_count()} cores; backend {backend}")
     print(f"{'case':<15} {'tool':<9} {'median s':>9} {'vs numpy':>9} {'peak RSS':>10}")
-    for name, (op, dtype, sa, sb) in CASES.items():
+    for name, (op, dtype, sa, sb, *more) in CASES.items():
+        flags = more[0] if more else []
         if only and name not in only.split(","):
             continue
         a, b = os.path.join(work, f"{name}_a.npy"), os.path.join(work, f"{name}_b.npy")
@@ -117,7 +120,7 @@ def main():
             else:
                 np.save(path, rng.integers(-1000, 1000, size=shape, dtype=dtype))
         cmds = {
-            "tensorop": lambda out: [binary, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none"],
+            "tensorop": lambda out: [binary, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none", *flags],
             "compare": lambda out: [os.path.abspath(compare), op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none"],
             "numpy": lambda out: [sys.executable, "-c", NUMPY, op, a, b, out],
             "openvino": lambda out: [sys.executable, "-c", OPENVINO, op, a, b, out],

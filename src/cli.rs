@@ -90,6 +90,10 @@ pub struct OpArgs {
     /// Run every check and write the report; compute and write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Summarise the result as it streams: counts, min, max, exact sum, mean (for sqdiff, the
+    /// mean squared error) and a histogram; in the report and, unless -q, on standard error
+    #[arg(long)]
+    pub stats: bool,
     /// CPU worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,

@@ -36,6 +36,10 @@ pub struct Config {
     /// `None`: no report.
     pub report: Option<Destination>,
     pub dry_run: bool,
+    /// `--stats`: summarise the result.
+    pub stats: bool,
+    /// `-q`: nothing on standard error but errors.
+    pub quiet: bool,
     pub threads: usize,
     pub progress: ProgressMode,
     /// The wgpu backend's settings (the defaults unless `backend` is wgpu).
@@ -108,6 +112,8 @@ impl Config {
             backend,
             report,
             dry_run: args.dry_run,
+            stats: args.stats,
+            quiet,
             threads,
             progress: match (quiet, args.progress) {
                 (true, _) | (_, ProgressArg::Never) => ProgressMode::Never,

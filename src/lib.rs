@@ -19,4 +19,5 @@ pub mod report;
 pub mod shape;
 pub(crate) mod shell;
 pub(crate) mod spec;
+pub mod summary;
 pub(crate) mod sys;

@@ -16,6 +16,7 @@ use crate::spec::checks::{validate, Status, TensorSpec, Validation};
 use crate::spec::dml::{descriptors, Descriptors};
 use crate::spec::level::LevelChoice;
 use crate::spec::matrix::row_for;
+use crate::summary::Summary;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,6 +56,9 @@ pub fn run(cfg: &Config) -> Outcome {
         Err(e) if e.is::<BrokenPipe>() => Outcome::Ok,
         Err(e) => Outcome::Error(e),
     };
+    if let (Outcome::Ok, Some(s), false) = (&outcome, trace.summary(), cfg.quiet) {
+        eprint!("{}", s.human(cfg.sem.op, &trace.plan.as_ref().map_or(String::new(), |p| p.dtype.to_string())));
+    }
     let report = trace.report(cfg, &outcome, start.elapsed());
     if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
         if let Err(e) = report.write_to(sink).with_context(|| format!("report {}", dest.label())) {
@@ -153,7 +157,7 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     };
     let iter = plan.iteration(inputs);
     let feeds = Plan::feeds(&iter, inputs, gpu.as_ref().map_or(RESIDENT_BYTES, |g| g.resident_limit()));
-    let job = Job { sem: cfg.sem, dtype: plan.dtype, iter, inputs, feeds, threads: cfg.threads };
+    let job = Job { sem: cfg.sem, dtype: plan.dtype, iter, inputs, feeds, threads: cfg.threads, stats: cfg.stats };
 
     let t = Instant::now();
     sink.write(&plan.header).with_context(write_ctx)?;
@@ -195,6 +199,12 @@ fn c_order_copies(plan: &Plan, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInpu
 }
 
 impl Trace {
+    /// The `--stats` summary of a run that computed its output.
+    fn summary(&self) -> Option<Summary> {
+        self.execute?;
+        self.stats.as_ref()?.summary.as_ref().map(|a| a.finish())
+    }
+
     /// The DirectML descriptors of a planned job at a DirectML level.
     fn dml(&self, cfg: &Config) -> Option<Descriptors> {
         let (LevelChoice::Dml(level), Some(plan)) = (cfg.level, &self.plan) else { return None };
@@ -214,6 +224,7 @@ impl Trace {
         let gpu = cfg.backend == BackendKind::Wgpu;
         let stats = self.stats.clone().unwrap_or_default();
         let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
+        let summary = if status == RunStatus::Ok { self.summary() } else { None };
         Report {
             schema_version: 1,
             tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
@@ -238,6 +249,7 @@ impl Trace {
             }),
             checks,
             dml,
+            stats: summary,
             backend: BackendInfo {
                 name: cfg.backend.name(),
                 device: self.device.as_ref().map(|d| d.0.clone()),

@@ -38,6 +38,8 @@ pub struct Report {
     /// The DirectML descriptors of the job, when it ran (or was planned, with `--dry-run`) at a
     /// DirectML level.
     pub dml: Option<crate::spec::dml::Descriptors>,
+    /// `--stats`: the summary of the result, when one was computed.
+    pub stats: Option<crate::summary::Summary>,
     pub backend: BackendInfo,
     pub elements: u64,
     pub bytes_read: u64,

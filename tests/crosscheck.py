@@ -24,6 +24,8 @@ import argparse
 import ast
 import io
 import json
+import math
+from fractions import Fraction
 import os
 import shlex
 import shutil
@@ -231,6 +233,69 @@ def float_edges(dt):
                      sub, -sub, sub * 3, fi.tiny - sub, 1.0, -1.0, fi.eps, 0.5, 2.0], dtype=dt)
 
 
+def reference_stats(arr):
+    """The `stats` object of the report for result `arr`, computed independently: exact sums
+    with Python integers and Fractions (rounded to float64 once), binades with frexp."""
+    flat = arr.reshape(-1)
+    s = {"count": int(flat.size)}
+    if flat.dtype.kind == "f":
+        x = flat.astype(np.float64)
+        fin = x[np.isfinite(x)]
+        s.update(finite=int(fin.size), nan=int(np.isnan(x).sum()),
+                 posinf=int((x == np.inf).sum()), neginf=int((x == -np.inf).sum()))
+        if fin.size:
+            lo, hi = fin.min(), fin.max()
+            # -0.0 orders before +0.0.
+            if lo == 0 and np.signbit(fin[fin == 0]).any():
+                lo = -0.0
+            if hi == 0 and (~np.signbit(fin[fin == 0])).any():
+                hi = 0.0
+            s.update(min=float(lo), max=float(hi))
+        else:
+            s.update(min=None, max=None)
+        total = sum((Fraction(v) for v in fin.tolist()), Fraction(0))
+        try:
+            total = float(total)
+        except OverflowError:
+            total = None
+        s["sum"] = total
+        s["mean"] = None if total is None or fin.size == 0 else total / fin.size
+        tiny = float(np.finfo(flat.dtype).tiny)
+        nonzero = fin[fin != 0]
+        sub = nonzero[np.abs(nonzero) < tiny]
+        normal = nonzero[np.abs(nonzero) >= tiny]
+        exps = (np.frexp(normal)[1] - 1).tolist()
+        zero = int((fin == 0).sum())
+    else:
+        vals = [int(v) for v in flat.tolist()]
+        s.update(finite=len(vals), nan=0, posinf=0, neginf=0,
+                 min=min(vals) if vals else None, max=max(vals) if vals else None)
+        s["sum"] = sum(vals)
+        s["mean"] = float(s["sum"]) / len(vals) if vals else None
+        exps = [abs(v).bit_length() - 1 for v in vals if v != 0]
+        zero, sub = sum(1 for v in vals if v == 0), []
+    counts = {}
+    for e in exps:
+        counts[e] = counts.get(e, 0) + 1
+    s["histogram"] = {"zero": zero, "subnormal": len(sub),
+                      "binades": [{"exp": e, "count": counts[e]} for e in sorted(counts)]}
+    return s
+
+
+def same_stats(got, want):
+    """A problem with the report's stats, or None."""
+    if not isinstance(got, dict):
+        return f"report stats {got!r}, expected an object"
+    for k, w in want.items():
+        g = got.get(k)
+        if isinstance(w, float) and isinstance(g, (int, float)):
+            if not (g == w and math.copysign(1, g) == math.copysign(1, w)):
+                return f"stats.{k} {g!r}, expected {w!r}"
+        elif g != w or type(g) is bool:
+            return f"stats.{k} {str(g)[:120]}, expected {str(w)[:120]}"
+    return None
+
+
 def gen_values(rng, dtype, shape):
     dt = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
@@ -398,7 +463,7 @@ def run_case(exe, c, tmp, extra):
         args.append("--half-precision")
     if c.threads:
         args += ["--threads", c.threads]
-    args += ["--report", "report.json", "-q"] + extra
+    args += ["--report", "report.json", "-q", "--stats"] + extra
     c.cmdline = " ".join(shlex.quote(x) for x in args[1:])
     stdin = files[c.stdin] if c.stdin else None
     try:
@@ -462,6 +527,9 @@ def run_case(exe, c, tmp, extra):
             problems.append(f"report elements {rep.get('elements')!r}, expected {exp.size}")
         if list(rep.get("broadcast", {}).get("shape", [None])) != list(exp.shape):
             problems.append(f"report broadcast.shape {rep.get('broadcast', {}).get('shape')!r}, expected {list(exp.shape)}")
+        why = same_stats(rep.get("stats"), reference_stats(exp))
+        if why:
+            problems.append(why)
     leftovers = set(os.listdir(tmp)) - {"a.npy", "b.npy", "out.npy", "report.json"}
     if leftovers:
         problems.append(f"stray files left: {sorted(leftovers)}")
@@ -506,10 +574,10 @@ def run_large(exe, tmp, case, extra):
         f.write(npy_bytes(a, *layouts[0]))
     with open(os.path.join(tmp, "b.npy"), "wb") as f:
         f.write(npy_bytes(b, *layouts[1]))
-    outs = []
+    outs, stats = [], []
     for threads in (None, "1"):
         out = f"out_{threads or 'all'}.npy"
-        cmd = [exe, op, "a.npy", "b.npy", "-o", out, "-q", *args, *extra]
+        cmd = [exe, op, "a.npy", "b.npy", "-o", out, "-q", "--stats", "--report", "r.json", *args, *extra]
         if threads:
             cmd += ["--threads", threads]
         try:
@@ -520,8 +588,12 @@ def run_large(exe, tmp, case, extra):
             return [f"exit {p.returncode} ({' '.join(cmd[1:])}); stderr: {p.stderr.decode(errors='replace')[:300]}"]
         with open(os.path.join(tmp, out), "rb") as f:
             outs.append(f.read())
+        with open(os.path.join(tmp, "r.json")) as f:
+            stats.append(json.load(f).get("stats"))
     if outs[0] != outs[1]:
         problems.append("--threads 1 and the default thread count give different bytes")
+    if stats[0] != stats[1] or not stats[0]:
+        problems.append(f"--threads 1 and the default thread count give different stats: {stats}"[:300])
     got, why = read_output(outs[0])
     if why:
         return problems + [why]

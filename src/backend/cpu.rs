@@ -11,6 +11,7 @@ use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
 use crate::plan::Feed;
 use crate::shape::Iteration;
+use crate::summary::Accumulator;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,6 +99,8 @@ struct Worker<'a, T> {
     iter: &'a Iteration,
     readers: [Reader<'a, T>; 2],
     compute_time: Duration,
+    /// With `--stats`: this worker's summary of the chunks it computed.
+    summary: Option<Accumulator>,
 }
 
 impl<T: Arith> Worker<'_, T> {
@@ -254,7 +257,19 @@ impl<'a, T: Arith> Worker<'a, T> {
                 read_time: Duration::ZERO,
             }),
             compute_time: Duration::ZERO,
+            summary: job.stats.then(|| Accumulator::new(job.dtype)),
         }
+    }
+
+    /// [`fill`](Self::fill), then the chunk added to the summary (`--stats`), as compute time.
+    fn produce(&mut self, start: u64, out: &mut [T]) -> Result<()> {
+        self.fill(start, out)?;
+        if let Some(s) = &mut self.summary {
+            let t = Instant::now();
+            s.add(out);
+            self.compute_time += t.elapsed();
+        }
+        Ok(())
     }
 }
 
@@ -278,7 +293,7 @@ fn run_single<T: Arith>(
     let mut buf = vec![T::zeroed(); chunks.len.min(chunks.total as usize)];
     for c in 0..chunks.count {
         let (start, len) = chunks.range(c);
-        w.fill(start, &mut buf[..len])?;
+        w.produce(start, &mut buf[..len])?;
         to_little_endian(&mut buf[..len]);
         timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
     }
@@ -345,6 +360,7 @@ fn run_parallel<T: Arith>(
     if let Ok(ws) = queue.worker_stats.into_inner() {
         stats.read += ws.read;
         stats.compute += ws.compute;
+        stats.summary = ws.summary;
     }
     Ok(())
 }
@@ -365,7 +381,7 @@ fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_
         let (start, len) = chunks.range(c);
         let mut buf = buf;
         buf.resize(len, T::zeroed());
-        let res = w.fill(start, &mut buf).map(|()| {
+        let res = w.produce(start, &mut buf).map(|()| {
             to_little_endian(&mut buf);
             (c, buf)
         });
@@ -403,8 +419,16 @@ fn write_in_order<T: Arith>(
 }
 
 impl Stats {
+    /// Adds a worker's timings and summary. Summaries merge exactly (integer buckets, counts, and
+    /// extremes in a total order), so the order workers finish in does not change the result.
     fn absorb<T>(&mut self, w: &Worker<'_, T>) {
         self.read += w.readers[0].read_time + w.readers[1].read_time;
         self.compute += w.compute_time;
+        if let Some(s) = &w.summary {
+            match &mut self.summary {
+                Some(acc) => acc.merge(s),
+                None => self.summary = Some(s.clone()),
+            }
+        }
     }
 }

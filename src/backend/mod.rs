@@ -10,6 +10,7 @@ use crate::npy::input::NpyInput;
 use crate::op::Semantics;
 use crate::plan::Feed;
 use crate::shape::Iteration;
+use crate::summary::Accumulator;
 use std::time::Duration;
 
 /// Which backend runs the arithmetic.
@@ -37,6 +38,8 @@ pub struct Job<'a> {
     /// How each input is fed ([`crate::plan::Plan::feeds`]).
     pub feeds: [Feed; 2],
     pub threads: usize,
+    /// Summarise the result as it streams (`--stats`).
+    pub stats: bool,
 }
 
 /// Where a backend's time went. Durations are summed over worker threads, so with several
@@ -51,4 +54,6 @@ pub struct Stats {
     pub upload: Duration,
     /// GPU only: device-to-host copies.
     pub download: Duration,
+    /// With `--stats`: the summary of every element computed.
+    pub summary: Option<Accumulator>,
 }

@@ -21,6 +21,7 @@ use crate::backend::{Job, Stats};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use crate::plan::Feed;
+use crate::summary::Accumulator;
 use anyhow::{anyhow, bail, Context, Result};
 pub use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
 use kernel::*;
@@ -202,6 +203,7 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     let (total, es) = (job.iter.count(), job.dtype.size() as u64);
     let mut stats = Stats { threads_used: 1, ..Stats::default() };
     if total == 0 {
+        stats.summary = job.stats.then(|| Accumulator::new(job.dtype));
         return Ok(stats);
     }
     let layout = Layout::new(gpu, job)?;
@@ -221,6 +223,15 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
         2,
     )?;
 
+    // --stats: the downloaded chunks go through the same summary as the CPU backend's.
+    let mut summary = job.stats.then(|| Accumulator::new(job.dtype));
+    let mut write = |bytes: &[u8]| -> Result<()> {
+        if let Some(s) = &mut summary {
+            s.add_le_bytes(job.dtype, bytes);
+        }
+        write(bytes)
+    };
+    let write = &mut write;
     let mut timing = ChunkTiming::default();
     let mut host = [HostBuf::default(), HostBuf::default()];
     let mut pending: Option<(usize, wgpu::SubmissionIndex, u64)> = None;
@@ -246,5 +257,6 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     stats.compute = timing.compute;
     stats.download = timing.download;
     stats.write = timing.write;
+    stats.summary = summary;
     Ok(stats)
 }

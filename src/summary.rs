@@ -1,0 +1,771 @@
+//! `--stats`: a summary of the result computed from its chunks as they stream past, never from a
+//! second read (`docs/report.md`, "stats"). Counts by class, min and max, the exact sum and a
+//! histogram by binade.
+//!
+//! The sum is exact, so the summary does not depend on how the output was cut into chunks, on
+//! the threads or on the backend: every finite float is `m * 2^e` with an integer `m` below 2^53,
+//! and `m` is added, with its sign, to an integer bucket for its exponent (`i128`: room for 2^74
+//! additions). Buckets add exactly, in any order; the total is rounded to float64 once, at the
+//! end (round to nearest even, as Python's `math.fsum`). Integers sum into 192 bits. Min and max
+//! order -0.0 before +0.0, so they too are the same whatever the order of the chunks.
+
+use crate::dtype::DType;
+use half::f16;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+/// Float64's biased exponents: 0 (zero and subnormals) to 2047 (infinities and NaN).
+const EXPONENTS: usize = 2048;
+
+/// A partial summary of some of the output's elements; [`merge`](Self::merge) adds two.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    float: bool,
+    count: u64,
+    nan: u64,
+    posinf: u64,
+    neginf: u64,
+    zero: u64,
+    /// Floats: how many of the zeros are -0.0 (for the signs of min and max).
+    negative_zero: u64,
+    subnormal: u64,
+    /// Floats: per-block mantissa sums and counts by the dtype's own biased exponent, flushed
+    /// into `buckets` and `binades` (see `add_floats`).
+    scratch: Vec<i64>,
+    scratch_count: Vec<u64>,
+    /// Zeros among the current block's exponent-0 elements (the rest are subnormal).
+    pending_zero: u64,
+    /// Elements per binade: float64's biased exponent for floats, `exp + 1` for integers (so 0
+    /// is unused: zeros are counted apart).
+    binades: Vec<u64>,
+    /// Floats: the signed sum of the mantissas with each float64 biased exponent (subnormals
+    /// with exponent 1, where their mantissas' unit is the same).
+    buckets: Vec<i128>,
+    /// Integers: the sum is `high * 2^128 + low`.
+    low: i128,
+    high: i64,
+    /// Floats: the extremes as float64 (exact for every float dtype).
+    fmin: f64,
+    fmax: f64,
+    /// Integers: the extremes.
+    imin: i128,
+    imax: i128,
+}
+
+impl Accumulator {
+    /// An empty summary for elements of `dtype`.
+    pub(crate) fn new(dtype: DType) -> Accumulator {
+        let float = matches!(dtype, DType::F16 | DType::F32 | DType::F64);
+        Accumulator {
+            float,
+            count: 0,
+            nan: 0,
+            posinf: 0,
+            neginf: 0,
+            zero: 0,
+            negative_zero: 0,
+            subnormal: 0,
+            scratch: Vec::new(),
+            scratch_count: Vec::new(),
+            pending_zero: 0,
+            binades: vec![0; if float { EXPONENTS } else { 66 }],
+            buckets: if float { vec![0; EXPONENTS] } else { Vec::new() },
+            low: 0,
+            high: 0,
+            fmin: f64::INFINITY,
+            fmax: f64::NEG_INFINITY,
+            imin: i128::MAX,
+            imax: i128::MIN,
+        }
+    }
+
+    /// Adds `values` (elements of the dtype the accumulator was made for).
+    pub(crate) fn add<T: Summarise>(&mut self, values: &[T]) {
+        T::add_all(self, values);
+    }
+
+    /// Adds little-endian elements of `dtype` (as the output file holds them), whatever their
+    /// alignment.
+    pub(crate) fn add_le_bytes(&mut self, dtype: DType, bytes: &[u8]) {
+        crate::with_dtype!(dtype, T => {
+            match bytemuck::try_cast_slice::<u8, T>(bytes) {
+                Ok(values) if cfg!(target_endian = "little") => self.add(values),
+                _ => {
+                    let mut values: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
+                    crate::dtype::to_little_endian(&mut values);
+                    self.add(&values);
+                }
+            }
+        });
+    }
+
+    /// Adds another partial summary of the same dtype.
+    pub(crate) fn merge(&mut self, o: &Accumulator) {
+        for (a, b) in [
+            (&mut self.count, o.count),
+            (&mut self.nan, o.nan),
+            (&mut self.posinf, o.posinf),
+            (&mut self.neginf, o.neginf),
+            (&mut self.zero, o.zero),
+            (&mut self.negative_zero, o.negative_zero),
+            (&mut self.subnormal, o.subnormal),
+        ] {
+            *a += b;
+        }
+        self.binades.iter_mut().zip(&o.binades).for_each(|(a, b)| *a += b);
+        self.buckets.iter_mut().zip(&o.buckets).for_each(|(a, b)| *a += b);
+        self.add_integer(o.low);
+        self.high += o.high;
+        self.fmin = self.fmin.min(o.fmin);
+        self.fmax = self.fmax.max(o.fmax);
+        self.imin = self.imin.min(o.imin);
+        self.imax = self.imax.max(o.imax);
+    }
+
+    #[inline(always)]
+    fn add_integer(&mut self, x: i128) {
+        let (sum, carried) = self.low.overflowing_add(x);
+        self.low = sum;
+        if carried {
+            self.high += if x < 0 { -1 } else { 1 };
+        }
+    }
+
+    /// The finished summary.
+    pub(crate) fn finish(&self) -> Summary {
+        let finite = self.count - self.nan - self.posinf - self.neginf;
+        let (sum, mean) = if self.float {
+            let sum = exact_float_sum(&self.buckets);
+            (sum.map(Number::Float), sum.filter(|_| finite > 0).map(|s| s / finite as f64))
+        } else {
+            let sum = (self.high, self.low);
+            (Some(Number::Int(sum)), (finite > 0).then(|| int_to_f64(sum) / finite as f64))
+        };
+        let (min, max) = match (finite, self.float) {
+            (0, _) => (None, None),
+            // Zeros compare equal; -0.0 orders before +0.0, whichever was met first.
+            (_, true) => {
+                let min = if self.fmin == 0.0 && self.negative_zero > 0 { -0.0 } else { self.fmin + 0.0 };
+                let max = if self.fmax == 0.0 && self.zero > self.negative_zero { 0.0 } else { self.fmax };
+                (Some(Number::Float(min)), Some(Number::Float(max)))
+            }
+            (_, false) => (Some(Number::Int((0, self.imin))), Some(Number::Int((0, self.imax)))),
+        };
+        let offset = if self.float { 1023 } else { 1 };
+        let binades =
+            (self.binades.iter().enumerate()).filter(|(_, &n)| n > 0).map(|(i, &n)| (i as i64 - offset, n)).collect();
+        Summary {
+            count: self.count,
+            finite,
+            nan: self.nan,
+            posinf: self.posinf,
+            neginf: self.neginf,
+            min,
+            max,
+            sum,
+            mean,
+            zero: self.zero,
+            subnormal: self.subnormal,
+            binades,
+        }
+    }
+}
+
+/// Element types the summary takes.
+pub trait Summarise: Copy {
+    /// Adds `values` to `acc`.
+    fn add_all(acc: &mut Accumulator, values: &[Self]);
+}
+
+macro_rules! summarise_ints {
+    ($($t:ty),*) => {$(
+        impl Summarise for $t {
+            /// Blocks of 2^16 elements sum in an `i128` without overflow checks (at most 2^80).
+            fn add_all(acc: &mut Accumulator, values: &[Self]) {
+                acc.count += values.len() as u64;
+                for block in values.chunks(1 << 16) {
+                    let (mut sum, mut mn, mut mx) = (0i128, acc.imin, acc.imax);
+                    for &x in block {
+                        let x = x as i128;
+                        sum += x;
+                        mn = mn.min(x);
+                        mx = mx.max(x);
+                        match x.unsigned_abs() {
+                            0 => acc.zero += 1,
+                            a => acc.binades[(127 - a.leading_zeros()) as usize + 1] += 1,
+                        }
+                    }
+                    (acc.imin, acc.imax) = (mn, mx);
+                    acc.add_integer(sum);
+                }
+            }
+        }
+    )*};
+}
+summarise_ints!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// A float dtype's bit layout.
+trait FloatBits: Copy {
+    /// Stored mantissa bits and exponent bits.
+    const MANT: u32;
+    const EXP: u32;
+    fn bits(self) -> u64;
+    fn from_bits(b: u64) -> Self;
+    fn value(self) -> f64;
+}
+
+impl FloatBits for f64 {
+    const MANT: u32 = 52;
+    const EXP: u32 = 11;
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_bits(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+    fn value(self) -> f64 {
+        self
+    }
+}
+
+impl FloatBits for f32 {
+    const MANT: u32 = 23;
+    const EXP: u32 = 8;
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn from_bits(b: u64) -> Self {
+        f32::from_bits(b as u32)
+    }
+    fn value(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl FloatBits for f16 {
+    const MANT: u32 = 10;
+    const EXP: u32 = 5;
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn from_bits(b: u64) -> Self {
+        f16::from_bits(b as u16)
+    }
+    fn value(self) -> f64 {
+        self.to_f64()
+    }
+}
+
+macro_rules! summarise_floats {
+    ($($t:ty),*) => {$(
+        impl Summarise for $t {
+            fn add_all(acc: &mut Accumulator, values: &[Self]) {
+                add_floats(acc, values);
+            }
+        }
+    )*};
+}
+summarise_floats!(f16, f32, f64);
+
+/// Independent copies of the scratch buckets: consecutive elements usually share an exponent,
+/// and one copy would make each addition wait for the previous one to the same bucket.
+const LANES: usize = 4;
+
+/// The float path, one integer pass per element: the dtype's own exponent picks a scratch
+/// bucket, which takes the signed integer mantissa (`i64`: exact for blocks of up to 2^(62 -
+/// MANT) elements) and a count; special values take a rare branch. Each block's buckets are then
+/// moved into the float64-exponent `buckets` (i128) and `binades`.
+fn add_floats<T: FloatBits>(acc: &mut Accumulator, values: &[T]) {
+    let exps = 1usize << T::EXP;
+    acc.scratch.resize(exps * LANES, 0);
+    acc.scratch_count.resize(exps * LANES, 0);
+    acc.count += values.len() as u64;
+    for block in values.chunks(1 << (61 - T::MANT).min(16)) {
+        if T::MANT <= PACKED_MANT {
+            scatter_packed(acc, block);
+        } else {
+            scatter(acc, block);
+            extremes(acc, block);
+        }
+        flush::<T>(acc);
+    }
+}
+
+/// Mantissas up to this many bits share one scratch word with the count: `m * 2^20 + 1`.
+const PACKED_MANT: u32 = 23;
+const COUNT_BITS: u32 = 20;
+
+/// Per-block counts of the packed path, and the extremes as order keys (see [`order_key`]).
+struct Tally {
+    zero: u64,
+    negative_zero: u64,
+    nan: u64,
+    neginf: u64,
+    min_key: i64,
+    max_key: i64,
+}
+
+/// A float's bits as an integer in the same order as the values (-0.0 just below +0.0).
+#[inline(always)]
+fn order_key(magnitude: u64, negative: i64) -> i64 {
+    magnitude as i64 ^ -negative
+}
+
+/// One element of the packed path: its scratch bucket and the tally.
+#[inline(always)]
+fn tally_one<T: FloatBits>(lane: &mut [i64; 256], t: &mut Tally, b: u64) {
+    let special = (1u64 << T::EXP) - 1;
+    let sign_shift = T::MANT + T::EXP;
+    let e = ((b >> T::MANT) & special) as u8;
+    let mant = b & ((1u64 << T::MANT) - 1);
+    let neg = (b >> sign_shift) as i64;
+    let m = (mant | u64::from(e != 0) << T::MANT) as i64;
+    lane[usize::from(e)] += (((m ^ -neg) + neg) << COUNT_BITS) + 1;
+    let is_special = u64::from(e) == special;
+    let magnitude = b & !(1 << sign_shift);
+    t.zero += u64::from(magnitude == 0);
+    t.negative_zero += u64::from(b == 1 << sign_shift);
+    t.nan += u64::from(is_special & (mant != 0));
+    t.neginf += u64::from(is_special & (mant == 0) & (neg != 0));
+    let key = order_key(magnitude, neg);
+    t.min_key = t.min_key.min(if is_special { i64::MAX } else { key });
+    t.max_key = t.max_key.max(if is_special { i64::MIN } else { key });
+}
+
+/// float16 and float32: one addition per element into the scratch bucket of its exponent, the
+/// mantissa (with its sign) in the high bits and a count in the low 20 (a block has at most 2^16
+/// elements, and 2^16 mantissas of 24 bits stay below 2^40). NaN and infinities land in the top
+/// bucket and are told apart by branch-free counts; the extremes are tracked as integer order
+/// keys. Four copies of the buckets, used in turn, keep consecutive additions independent.
+fn scatter_packed<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
+    let exps = 1usize << T::EXP;
+    let mut lanes = [[0i64; 256]; LANES];
+    let mut t = Tally { zero: 0, negative_zero: 0, nan: 0, neginf: 0, min_key: i64::MAX, max_key: i64::MIN };
+    let mut quads = block.chunks_exact(LANES);
+    for quad in &mut quads {
+        for (lane, &x) in lanes.iter_mut().zip(quad) {
+            tally_one::<T>(lane, &mut t, x.bits());
+        }
+    }
+    for &x in quads.remainder() {
+        tally_one::<T>(&mut lanes[0], &mut t, x.bits());
+    }
+    let mut specials = 0;
+    for (l, lane) in lanes.iter().enumerate() {
+        for (e, &v) in lane.iter().enumerate().take(exps) {
+            let count = v & ((1 << COUNT_BITS) - 1);
+            if e == exps - 1 {
+                specials += count as u64;
+                continue;
+            }
+            acc.scratch_count[l * exps + e] += count as u64;
+            acc.scratch[l * exps + e] += (v - count) >> COUNT_BITS;
+        }
+    }
+    acc.nan += t.nan;
+    acc.neginf += t.neginf;
+    acc.posinf += specials - t.nan - t.neginf;
+    acc.zero += t.zero;
+    acc.negative_zero += t.negative_zero;
+    acc.pending_zero = t.zero;
+    let sign = 1u64 << (T::MANT + T::EXP);
+    let value = |key: i64| T::from_bits(if key < 0 { !key as u64 | sign } else { key as u64 }).value();
+    if t.min_key != i64::MAX {
+        acc.fmin = acc.fmin.min(value(t.min_key));
+        acc.fmax = acc.fmax.max(value(t.max_key));
+    }
+}
+
+/// float64: a sum and a count per exponent (53-bit mantissas leave no room to pack).
+fn scatter<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
+    let exps = 1usize << T::EXP;
+    let (mut zero, mut negative_zero) = (0u64, 0u64);
+    for (j, &x) in block.iter().enumerate() {
+        let b = x.bits();
+        let Some((e, m)) = split::<T>(acc, b) else { continue };
+        let lane = (j % LANES) * exps;
+        acc.scratch[lane + e] += m;
+        acc.scratch_count[lane + e] += 1;
+        zero += u64::from(b << (64 - T::MANT - T::EXP) == 0);
+        negative_zero += u64::from(b == 1 << (T::MANT + T::EXP));
+    }
+    acc.zero += zero;
+    acc.negative_zero += negative_zero;
+    acc.pending_zero = zero;
+}
+
+/// Min and max over the finite elements of `block`, in a loop of its own that vectorises.
+fn extremes<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
+    let (mut mn, mut mx) = (acc.fmin, acc.fmax);
+    for &x in block {
+        let v = x.value();
+        let finite = v.is_finite();
+        mn = if finite && v < mn { v } else { mn };
+        mx = if finite && v > mx { v } else { mx };
+    }
+    (acc.fmin, acc.fmax) = (mn, mx);
+}
+
+/// A finite float's bits as (exponent, signed integer mantissa); NaN and infinities are
+/// counted here instead (`None`).
+#[inline(always)]
+fn split<T: FloatBits>(acc: &mut Accumulator, b: u64) -> Option<(usize, i64)> {
+    let special = (1u64 << T::EXP) - 1;
+    let mant_mask = (1u64 << T::MANT) - 1;
+    let e = (b >> T::MANT) & special;
+    if e == special {
+        match (b & mant_mask != 0, b >> (T::MANT + T::EXP) != 0) {
+            (true, _) => acc.nan += 1,
+            (false, false) => acc.posinf += 1,
+            (false, true) => acc.neginf += 1,
+        }
+        return None;
+    }
+    let m = (b & mant_mask | u64::from(e != 0) << T::MANT) as i64;
+    let s = -((b >> (T::MANT + T::EXP)) as i64);
+    Some((e as usize, (m ^ s) - s))
+}
+
+/// Moves the scratch buckets of dtype `T` into the float64-exponent sums and the binade counts;
+/// of the elements with exponent 0, `pending_zero` were zeros and the rest subnormal.
+fn flush<T: FloatBits>(acc: &mut Accumulator) {
+    let exps = 1usize << T::EXP;
+    let bias = (1i64 << (T::EXP - 1)) - 1;
+    for e in 0..exps {
+        let (mut sum, mut n) = (0i128, 0u64);
+        for lane in 0..LANES {
+            sum += i128::from(std::mem::take(&mut acc.scratch[lane * exps + e]));
+            n += std::mem::take(&mut acc.scratch_count[lane * exps + e]);
+        }
+        // The unit of bucket e is 2^(max(e, 1) - bias - MANT) (subnormals share exponent 1's
+        // unit); float64's bucket k has 2^(k - 1075).
+        if sum != 0 {
+            acc.buckets[(e.max(1) as i64 - bias - i64::from(T::MANT) + 1075) as usize] += sum;
+        }
+        if e == 0 {
+            acc.subnormal += n - std::mem::take(&mut acc.pending_zero);
+        } else if n > 0 {
+            acc.binades[(e as i64 - bias + 1023) as usize] += n;
+        }
+    }
+}
+
+/// `sum(buckets[k] * 2^(k - 1075))` correctly rounded to float64 (to nearest, ties to even);
+/// `None` when it overflows float64.
+fn exact_float_sum(buckets: &[i128]) -> Option<f64> {
+    // Two's complement bits of the total, weight 2^(k - 1075) at index k, by carrying each
+    // bucket's value up: bit k is the total's low bit at that weight, the rest moves on.
+    let mut bits = Vec::with_capacity(buckets.len() + 140);
+    let mut carry: i128 = 0;
+    for &b in buckets {
+        let v = carry + b;
+        bits.push((v & 1) as u8);
+        carry = v >> 1;
+    }
+    while carry != 0 && carry != -1 {
+        bits.push((carry & 1) as u8);
+        carry >>= 1;
+    }
+    let negative = carry == -1;
+    if negative {
+        // Magnitude of a negative two's complement number: invert and add one.
+        let mut c = 1u8;
+        for b in bits.iter_mut() {
+            let v = (*b ^ 1) + c;
+            *b = v & 1;
+            c = v >> 1;
+        }
+    }
+    let Some(top) = bits.iter().rposition(|&b| b == 1) else { return Some(if negative { -0.0 } else { 0.0 }) };
+    // The result's unit in the last place: 53 significant bits, but never below float64's
+    // smallest subnormal (index 1).
+    let lo = top.saturating_sub(52).max(1);
+    let mut q: u64 = (lo..=top).rev().fold(0, |q, k| (q << 1) | u64::from(bits[k]));
+    let half = lo > 1 && bits[lo - 1] == 1;
+    let sticky = lo > 2 && bits[1..lo - 1].contains(&1);
+    let mut lo = lo;
+    if half && (sticky || q & 1 == 1) {
+        q += 1;
+        if q == 1 << 53 {
+            q >>= 1;
+            lo += 1;
+        }
+    }
+    let exp = lo as i64 - 1075;
+    // q * 2^exp >= 2^1024: beyond float64.
+    if i64::from(64 - q.leading_zeros()) + exp > 1024 {
+        return None;
+    }
+    let v = q as f64 * pow2(exp);
+    Some(if negative { -v } else { v })
+}
+
+/// 2^e exactly, for e from -1074 to 1023.
+fn pow2(e: i64) -> f64 {
+    if e >= -1022 {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (e + 1074))
+    }
+}
+
+/// `high * 2^128 + low` rounded to float64 (for the mean).
+fn int_to_f64((high, low): (i64, i128)) -> f64 {
+    high as f64 * 2f64.powi(128) + low as f64
+}
+
+/// A number in the summary: a float64, or an exact integer `high * 2^128 + low`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Number {
+    Float(f64),
+    Int((i64, i128)),
+}
+
+impl Number {
+    /// Decimal digits of `high * 2^128 + low` (`low` signed).
+    fn int_digits((high, low): (i64, i128)) -> String {
+        if high == 0 {
+            return low.to_string();
+        }
+        // As 192-bit two's complement (h, l), then |value| in base 10^18 limbs.
+        let (mut h, mut l) = (i128::from(high) - i128::from(low < 0), low as u128);
+        let negative = h < 0;
+        if negative {
+            let (nl, borrow) = 0u128.overflowing_sub(l);
+            l = nl;
+            h = -h - i128::from(borrow);
+        }
+        let mut words = [h as u128 as u64, (l >> 64) as u64, l as u64];
+        let mut parts = Vec::new();
+        while words.iter().any(|&w| w != 0) {
+            let mut rem: u128 = 0;
+            for w in words.iter_mut() {
+                let cur = (rem << 64) | u128::from(*w);
+                *w = (cur / 1_000_000_000_000_000_000) as u64;
+                rem = cur % 1_000_000_000_000_000_000;
+            }
+            parts.push(rem as u64);
+        }
+        let mut s = String::from(if negative { "-" } else { "" });
+        for (i, p) in parts.iter().rev().enumerate() {
+            s.push_str(&if i == 0 { p.to_string() } else { format!("{p:018}") });
+        }
+        s
+    }
+}
+
+impl Serialize for Number {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Number::Float(x) => s.serialize_f64(x),
+            Number::Int((0, low)) => s.serialize_i128(low),
+            Number::Int(v) => {
+                let raw = serde_json::value::RawValue::from_string(Number::int_digits(v))
+                    .map_err(serde::ser::Error::custom)?;
+                raw.serialize(s)
+            }
+        }
+    }
+}
+
+/// The summary as the report holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub(crate) count: u64,
+    pub(crate) finite: u64,
+    pub(crate) nan: u64,
+    pub(crate) posinf: u64,
+    pub(crate) neginf: u64,
+    pub(crate) min: Option<Number>,
+    pub(crate) max: Option<Number>,
+    pub(crate) sum: Option<Number>,
+    pub(crate) mean: Option<f64>,
+    pub(crate) zero: u64,
+    pub(crate) subnormal: u64,
+    /// `(exp, count)` ascending, only binades with a count.
+    pub(crate) binades: Vec<(i64, u64)>,
+}
+
+impl Serialize for Summary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Binade {
+            exp: i64,
+            count: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct Histogram {
+            zero: u64,
+            subnormal: u64,
+            binades: Vec<Binade>,
+        }
+        let mut m = s.serialize_map(Some(11))?;
+        m.serialize_entry("count", &self.count)?;
+        m.serialize_entry("finite", &self.finite)?;
+        m.serialize_entry("nan", &self.nan)?;
+        m.serialize_entry("posinf", &self.posinf)?;
+        m.serialize_entry("neginf", &self.neginf)?;
+        m.serialize_entry("min", &self.min)?;
+        m.serialize_entry("max", &self.max)?;
+        m.serialize_entry("sum", &self.sum)?;
+        m.serialize_entry("mean", &self.mean)?;
+        let binades = self.binades.iter().map(|&(exp, count)| Binade { exp, count }).collect();
+        m.serialize_entry("histogram", &Histogram { zero: self.zero, subnormal: self.subnormal, binades })?;
+        m.end()
+    }
+}
+
+impl Summary {
+    /// The short summary for standard error: counts, extremes, sum and mean, and the histogram
+    /// as a bar chart, one line per binade.
+    pub(crate) fn human(&self, op: crate::op::Op, dtype: &str) -> String {
+        let num = |n: &Option<Number>| match n {
+            None => "-".to_string(),
+            Some(Number::Float(x)) => format!("{x}"),
+            Some(Number::Int(v)) => Number::int_digits(*v),
+        };
+        let mean = self.mean.map_or("-".into(), |m| format!("{m}"));
+        let what = if op == crate::op::Op::SqDiff { " (mean squared error)" } else { "" };
+        let mut s = format!(
+            "tensorop: stats of {} ({dtype}, {} elements): {} finite, {} NaN, {} +inf, {} -inf\n  min {}  max {}  \
+             sum {}  mean {mean}{what}\n",
+            op.name(),
+            self.count,
+            self.finite,
+            self.nan,
+            self.posinf,
+            self.neginf,
+            num(&self.min),
+            num(&self.max),
+            num(&self.sum),
+        );
+        let mut rows: Vec<(String, u64)> = Vec::new();
+        if self.zero > 0 {
+            rows.push(("zero".into(), self.zero));
+        }
+        if self.subnormal > 0 {
+            rows.push(("subnormal".into(), self.subnormal));
+        }
+        rows.extend(self.binades.iter().map(|&(e, n)| (format!("2^{e}"), n)));
+        let top = rows.iter().map(|r| r.1).max().unwrap_or(0).max(1);
+        if !rows.is_empty() {
+            s.push_str("  |x| by binade, [2^e, 2^(e+1)):\n");
+        }
+        for (label, n) in rows {
+            let bar = ((n as f64 / top as f64) * 40.0).ceil() as usize;
+            s.push_str(&format!("  {label:>10} {n:>12} {}\n", "#".repeat(bar)));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fsum_f64(values: &[f64]) -> Option<f64> {
+        let mut acc = Accumulator::new(DType::F64);
+        acc.add(values);
+        acc.finish().sum.map(|n| match n {
+            Number::Float(x) => x,
+            Number::Int(_) => panic!("float sum expected"),
+        })
+    }
+
+    #[test]
+    fn float_sums_are_exact_then_rounded_once() {
+        // A naive running sum loses the small terms next to the large ones.
+        let v: Vec<f64> = [1e30, 1.0, -1e30, 3.0].repeat(1000);
+        assert_eq!(fsum_f64(&v), Some(4000.0));
+        assert_eq!(fsum_f64(&[0.1, 0.2, 0.3]), Some(0.6), "math.fsum([0.1, 0.2, 0.3])");
+        assert_eq!(fsum_f64(&[1.0, 1e100, 1.0, -1e100]), Some(2.0));
+        // Ties to even: 2^53 + 1 is halfway between 2^53 and 2^53 + 2.
+        let big = 2f64.powi(53);
+        assert_eq!(fsum_f64(&[big, 1.0]), Some(big));
+        assert_eq!(fsum_f64(&[big, 1.0, 2f64.powi(-60)]), Some(big + 2.0), "sticky bit rounds up");
+        assert_eq!(fsum_f64(&[big + 2.0, 1.0]), Some(big + 4.0), "tie to even upwards");
+        // Subnormals and signed zeros.
+        let tiny = f64::from_bits(1);
+        assert_eq!(fsum_f64(&[tiny, tiny, -tiny]), Some(tiny));
+        assert_eq!(fsum_f64(&[f64::MIN_POSITIVE, -tiny]).map(f64::to_bits), Some(f64::MIN_POSITIVE.to_bits() - 1));
+        assert_eq!(fsum_f64(&[]).map(f64::to_bits), Some(0));
+        assert_eq!(fsum_f64(&[-0.0]).map(f64::to_bits), Some(0), "the exact sum of -0.0 is 0");
+        // Overflow of float64 is None; cancellation back into range is not.
+        assert_eq!(fsum_f64(&[f64::MAX, f64::MAX]), None);
+        assert_eq!(fsum_f64(&[f64::MAX, f64::MAX, -f64::MAX]), Some(f64::MAX));
+        assert_eq!(fsum_f64(&[-f64::MAX, -f64::MAX]), None);
+        // Rounding up to 2^1024 overflows too.
+        let ulp = 2f64.powi(970);
+        assert_eq!(fsum_f64(&[f64::MAX, ulp]), None);
+        assert_eq!(fsum_f64(&[f64::MAX, ulp / 2.0 * 0.99]), Some(f64::MAX));
+    }
+
+    #[test]
+    fn chunking_and_merging_do_not_change_anything() {
+        let v: Vec<f32> = (0..10_000u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761) & 0xbfff_ffff | (i & 1) << 31))
+            .collect();
+        let mut whole = Accumulator::new(DType::F32);
+        whole.add(&v);
+        for parts in [2, 3, 7, 64] {
+            let mut merged = Accumulator::new(DType::F32);
+            for c in v.chunks(v.len().div_ceil(parts)).rev() {
+                let mut a = Accumulator::new(DType::F32);
+                a.add(c);
+                merged.merge(&a);
+            }
+            assert_eq!(merged.finish(), whole.finish(), "{parts} parts");
+        }
+    }
+
+    #[test]
+    fn classes_extremes_and_histogram() {
+        let v =
+            [f16::from_f32(0.0), f16::from_f32(-0.0), f16::from_bits(1), f16::INFINITY, f16::NAN, f16::from_f32(3.0)];
+        let mut a = Accumulator::new(DType::F16);
+        a.add(&v);
+        let s = a.finish();
+        assert_eq!((s.count, s.finite, s.nan, s.posinf, s.neginf, s.zero, s.subnormal), (6, 4, 1, 1, 0, 2, 1));
+        assert_eq!(s.min.map(|n| matches!(n, Number::Float(x) if x.to_bits() == (-0.0f64).to_bits())), Some(true));
+        assert_eq!(s.max, Some(Number::Float(3.0)));
+        assert_eq!(s.binades, [(1, 1)], "3.0 is in [2, 4); the float16 subnormal is not a binade");
+        let mut i = Accumulator::new(DType::I64);
+        i.add(&[i64::MIN, -1, 0, 5, i64::MAX]);
+        let s = i.finish();
+        assert_eq!(s.sum, Some(Number::Int((0, 3))));
+        assert_eq!(
+            (s.min, s.max),
+            (Some(Number::Int((0, i64::MIN as i128))), Some(Number::Int((0, i64::MAX as i128))))
+        );
+        assert_eq!(s.binades, [(0, 1), (2, 1), (62, 1), (63, 1)]);
+        assert_eq!(s.mean, Some(0.6));
+    }
+
+    #[test]
+    fn integer_sums_of_any_size() {
+        let mut a = Accumulator::new(DType::U64);
+        let chunk = vec![u64::MAX; 1 << 16];
+        // 2^66 additions of u64::MAX would take too long; merge the partial sums instead.
+        a.add(&chunk);
+        for _ in 0..70 {
+            let b = a.clone();
+            a.merge(&b);
+        }
+        // (2^64 - 1) * 2^16 * 2^70.
+        let want = "1427247692705959880980914716994158869201551360".to_string();
+        let Some(Number::Int(v)) = a.finish().sum else { panic!("integer sum expected") };
+        assert_eq!(Number::int_digits(v), want);
+        let json = serde_json::to_string(&a.finish().sum).expect("json");
+        assert_eq!(json, want);
+        let mut n = Accumulator::new(DType::I64);
+        n.add(&vec![i64::MIN; 1 << 16]);
+        for _ in 0..70 {
+            let b = n.clone();
+            n.merge(&b);
+        }
+        let neg = match n.finish().sum {
+            Some(Number::Int(v)) => Number::int_digits(v),
+            _ => panic!("integer sum expected"),
+        };
+        assert_eq!(neg, "-713623846352979940529142984724747568191373312", "-2^63 * 2^86");
+    }
+}

@@ -1,0 +1,146 @@
+//! End-to-end tests of `--stats`: the exact sum, the summary's independence from threads, chunks
+//! and backends, where it appears (report, standard error) and where it does not. The values
+//! themselves are checked against an independent Python reference in the NumPy cross-check.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::process::Command;
+
+/// Runs `args` in `dir` with extra environment variables; returns the exit code and stderr.
+fn run_env(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = Command::new(bin());
+    cmd.current_dir(dir.root()).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run tensorop");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn the_sum_is_exact_where_a_running_float_sum_is_not() {
+    let dir = Dir::new();
+    let x: Vec<f32> = [1e30f32, 1.0, -1e30, 3.0].repeat(1000);
+    dir.write("x.npy", &npy(&[x.len()], &x));
+    dir.write("z.npy", &npy(&[1], &[0.0f32]));
+    dir.run(&["sub", "x.npy", "z.npy", "-o", "o.npy", "--stats", "--report", "r.json", "-q"]).ok();
+    let s = &dir.report("r.json")["stats"];
+    // A float64 running sum gives 3000 or 0 here; the exact sum is 4000.
+    assert_eq!(s["sum"], 4000.0);
+    assert_eq!(s["mean"], 1.0);
+    assert_eq!((s["count"].as_u64(), s["finite"].as_u64()), (Some(4000), Some(4000)));
+    assert_eq!(s["min"], -1e30f32 as f64);
+    assert_eq!(s["histogram"]["binades"][0], serde_json::json!({"exp": 0, "count": 1000}));
+    assert_eq!(s["histogram"]["binades"][1], serde_json::json!({"exp": 1, "count": 1000}));
+}
+
+/// Inputs of `n` elements of every class (NaN, infinities, signed zeros, subnormals, large and
+/// small normals), so that every field of the summary has something to count.
+fn edge_inputs(dir: &Dir, n: usize) {
+    let a: Vec<f32> = (0..n as u32)
+        .map(|i| match i % 11 {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            2 => -0.0,
+            3 => f32::from_bits(i % 5 + 1),
+            4 => -3.0e38,
+            5 => f32::NEG_INFINITY,
+            _ => f32::from_bits(i.wrapping_mul(2_654_435_761) & 0xbf7f_ffff),
+        })
+        .collect();
+    let b: Vec<f32> = (0..n as u32).map(|i| (i % 7) as f32 * 0.25 - 0.75).collect();
+    dir.write("a.npy", &npy(&[n], &a));
+    dir.write("b.npy", &npy(&[n], &b));
+}
+
+fn stats_of(dir: &Dir, op: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
+    let args =
+        [&[op, "a.npy", "b.npy", "-o", "o.npy", "--stats", "--report", "r.json", "-q", "-f", "none"], extra].concat();
+    let (code, err) = run_env(dir, &args, env);
+    assert_eq!(code, Some(0), "{args:?} {env:?}: {err}");
+    let s = dir.report("r.json")["stats"].clone();
+    assert!(s.is_object(), "{args:?}: stats {s}");
+    s
+}
+
+#[test]
+fn the_summary_is_identical_for_any_threads_and_chunking() {
+    let dir = Dir::new();
+    // 300 000 float32: five CPU chunks of 256 KiB.
+    edge_inputs(&dir, 300_000);
+    for op in ["sub", "sqdiff"] {
+        let one = stats_of(&dir, op, &["--threads", "1"], &[]);
+        for threads in ["2", "3", "8"] {
+            assert_eq!(stats_of(&dir, op, &["--threads", threads], &[]), one, "{op} --threads {threads}");
+        }
+        let classes: &[&str] = if op == "sub" { &["nan", "posinf", "neginf"] } else { &["nan", "posinf"] };
+        for k in classes {
+            assert!(one[k].as_u64() > Some(0), "{op}: the inputs should produce some {k}: {one}");
+        }
+        assert!(one["histogram"]["zero"].as_u64() > Some(0) && one["histogram"]["subnormal"].as_u64() > Some(0));
+    }
+}
+
+#[test]
+fn the_summary_is_identical_on_the_gpu_native_and_emulated() {
+    if !gpu_available("the_summary_is_identical_on_the_gpu_native_and_emulated") {
+        return;
+    }
+    let dir = Dir::new();
+    edge_inputs(&dir, 100_000);
+    for op in ["sub", "sqdiff"] {
+        let cpu = stats_of(&dir, op, &[], &[]);
+        let wgpu = ["--backend", "wgpu"];
+        assert_eq!(stats_of(&dir, op, &wgpu, &[]), cpu, "{op} wgpu");
+        let small = [("TENSOROP_WGPU_CHUNK_BYTES", "4096"), ("TENSOROP_WGPU_EMULATE", "1")];
+        assert_eq!(stats_of(&dir, op, &wgpu, &small), cpu, "{op} wgpu, emulated, small chunks");
+    }
+    // float16 and int64 as well, native and emulated.
+    let h: Vec<H> = (0..20_000u32).map(|i| H((i.wrapping_mul(40_503) & 0xffff) as u16)).collect();
+    dir.write("a.npy", &npy(&[h.len()], &h));
+    dir.write("b.npy", &npy(&[1], &[H(0x3c00)]));
+    let cpu = stats_of(&dir, "sqdiff", &[], &[]);
+    assert_eq!(stats_of(&dir, "sqdiff", &["--backend", "wgpu"], &[("TENSOROP_WGPU_EMULATE", "1")]), cpu, "float16");
+    let i: Vec<i64> = (0..20_000u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15) as i64).collect();
+    dir.write("a.npy", &npy(&[i.len()], &i));
+    dir.write("b.npy", &npy(&[1], &[i64::MIN]));
+    let cpu = stats_of(&dir, "sub", &[], &[]);
+    assert_eq!(stats_of(&dir, "sub", &["--backend", "wgpu"], &[("TENSOROP_WGPU_EMULATE", "1")]), cpu, "int64");
+}
+
+#[test]
+fn integer_sums_are_exact_integers_of_any_size() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[4], &[u64::MAX; 4]));
+    dir.write("b.npy", &npy(&[1], &[0u64]));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "--stats", "--report", "r.json", "-q"]).ok();
+    let text = String::from_utf8(dir.read("r.json")).expect("utf-8");
+    // 4 * (2^64 - 1), beyond 64 bits, written as a JSON integer.
+    assert!(text.contains("\"sum\": 73786976294838206460"), "{text}");
+    assert!(text.contains("\"max\": 18446744073709551615"), "{text}");
+}
+
+#[test]
+fn stats_go_to_the_report_and_stderr_only_when_asked_and_only_on_success() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    let base = ["sqdiff", "a.npy", "b.npy", "-o", "o.npy", "--report", "r.json"];
+    let out = dir.run(&[&base[..], &["--stats"]].concat());
+    out.ok().stderr_mentions("mean squared error").stderr_mentions("binade");
+    assert!(dir.report("r.json")["stats"].is_object());
+    let out = dir.run(&[&base[..], &["--stats", "-q"]].concat());
+    assert!(out.ok().stderr.is_empty(), "-q: nothing on stderr: {}", out.stderr);
+    assert!(dir.report("r.json")["stats"].is_object(), "-q keeps the stats in the report");
+    for (extra, code) in [(&[][..], 0), (&["--stats", "--dry-run"][..], 0), (&["--stats", "-f", "1_0"][..], 3)] {
+        let out = dir.run(&[&base[..], extra].concat());
+        assert_eq!(out.code, Some(code), "{extra:?}: {}", out.stderr);
+        assert!(dir.report("r.json")["stats"].is_null(), "{extra:?}: stats should be null");
+        assert!(!out.stderr.contains("mean squared error"), "{extra:?}");
+    }
+    // A runtime failure: null as well.
+    dir.write("bad.npy", b"\x93NUMPY\x01\x00garbage");
+    dir.run(&["sub", "bad.npy", "b.npy", "-o", "o.npy", "--stats", "--report", "r.json"]).expect_code(1);
+    assert!(dir.report("r.json")["stats"].is_null());
+}
