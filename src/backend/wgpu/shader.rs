@@ -8,11 +8,12 @@
 //!   element per word) or `words64.wgsl` (a 64-bit element as two u32 words), both with the
 //!   per-element entry point `element.wgsl`; or `packed.wgsl` (8- and 16-bit elements packed
 //!   four or two to a u32 word, since WGSL has no 8- or 16-bit integers);
-//! - **arithmetic**: the element's arithmetic type `Wide` with `widen`, `narrow` and the three
-//!   primitive steps (`step_sub`, `step_mul`, `step_round`) of [`crate::op::Steps`], one file per
-//!   kind: native `f16`, `u64` and `f64` where the device has them, and otherwise float16 on its
-//!   bits (rounded to nearest even with integer operations, whatever the device's conversions
-//!   do) and 64-bit integers on `vec2<u32>` words;
+//! - **arithmetic**, in the arithmetic type `Wide` (an alias in the prelude): `widen`, `narrow`
+//!   and `step_round` (`identity.wgsl` where `Wide` is the element type; `float32_bits.wgsl`,
+//!   `float16.wgsl` with the device's `f16`, or `float16_bits.wgsl`, which rounds to nearest even
+//!   with integer operations whatever the device's conversions do), and the steps `step_sub` and
+//!   `step_mul` of [`crate::op::Steps`] (`native_steps.wgsl` with WGSL's operators, or
+//!   `int64_words.wgsl` on `vec2<u32>` words for devices without 64-bit integers);
 //!
 //! and one generated function, `op`, which is the operator's [`Formula`] evaluated over WGSL
 //! text: the same definition the CPU kernels compile, so a kernel cannot compute a different
@@ -106,22 +107,29 @@ impl Storage {
     }
 }
 
-/// The kernel for one dtype with the device's native features: `(storage, arithmetic part)`.
-/// float64 needs SHADER_F64; without it there is no kernel (`None`).
-fn kind(dtype: DType, native: Native) -> Option<(Storage, &'static str)> {
+/// Arithmetic parts: element conversions and rounding, and the primitive steps.
+const IDENTITY: &str = include_str!("wgsl/identity.wgsl");
+const NATIVE_STEPS: &str = include_str!("wgsl/native_steps.wgsl");
+
+/// How a kernel computes for one dtype with the device's native features: its storage, the
+/// arithmetic type `Wide`, and the arithmetic parts. float64 needs SHADER_F64; without it there
+/// is no kernel (`None`).
+fn kind(dtype: DType, native: Native) -> Option<(Storage, &'static str, [&'static str; 2])> {
     use DType::*;
-    const INT32: &str = include_str!("wgsl/int32.wgsl");
     let u32_word = Storage::Direct { word: "u32" };
+    let wrapping = [IDENTITY, NATIVE_STEPS];
     Some(match dtype {
-        I8 | U8 => (Storage::Packed { lanes: 4 }, INT32),
-        I16 | U16 => (Storage::Packed { lanes: 2 }, INT32),
-        I32 | U32 => (u32_word, INT32),
-        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, include_str!("wgsl/int64.wgsl")),
-        I64 | U64 => (Storage::Words64, include_str!("wgsl/int64_words.wgsl")),
-        F16 if native.f16 => (Storage::Direct { word: "f16" }, include_str!("wgsl/float16.wgsl")),
-        F16 => (Storage::Packed { lanes: 2 }, include_str!("wgsl/float16_bits.wgsl")),
-        F32 => (u32_word, include_str!("wgsl/float32.wgsl")),
-        F64 if native.f64 => (Storage::Direct { word: "f64" }, include_str!("wgsl/float64.wgsl")),
+        I8 | U8 => (Storage::Packed { lanes: 4 }, "u32", wrapping),
+        I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", wrapping),
+        I32 | U32 => (u32_word, "u32", wrapping),
+        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, "u64", wrapping),
+        I64 | U64 => (Storage::Words64, "vec2<u32>", [IDENTITY, include_str!("wgsl/int64_words.wgsl")]),
+        F16 if native.f16 => {
+            (Storage::Direct { word: "f16" }, "f32", [include_str!("wgsl/float16.wgsl"), NATIVE_STEPS])
+        }
+        F16 => (Storage::Packed { lanes: 2 }, "f32", [include_str!("wgsl/float16_bits.wgsl"), NATIVE_STEPS]),
+        F32 => (u32_word, "f32", [include_str!("wgsl/float32_bits.wgsl"), NATIVE_STEPS]),
+        F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", [IDENTITY, NATIVE_STEPS]),
         F64 => return None,
     })
 }
@@ -129,7 +137,7 @@ fn kind(dtype: DType, native: Native) -> Option<(Storage, &'static str)> {
 /// Output elements each invocation computes.
 pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
     match kind(dtype, native) {
-        Some((Storage::Packed { lanes }, _)) => lanes,
+        Some((Storage::Packed { lanes }, _, _)) => lanes,
         _ => 1,
     }
 }
@@ -138,7 +146,7 @@ pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
 /// the shared part, the storage parts, the arithmetic part and `op`, in that order (WGSL
 /// declarations may be used before they appear, so only `enable` has to come first).
 pub fn source(dtype: DType, sem: Semantics, native: Native) -> Option<String> {
-    let (storage, arith) = kind(dtype, native)?;
+    let (storage, wide, arith) = kind(dtype, native)?;
     let (word, elem) = storage.types();
     let mut src = String::new();
     if word == "f16" {
@@ -146,12 +154,12 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> Option<String> {
     }
     src.push_str(&format!(
         "const WORKGROUP: u32 = {WORKGROUP}u;\nconst MAX_INTERVALS: u32 = {MAX_INTERVALS}u;\n\
-         alias Word = {word};\nalias Elem = {elem};\n"
+         alias Word = {word};\nalias Elem = {elem};\nalias Wide = {wide};\n"
     ));
     if let Storage::Packed { lanes } = storage {
         src.push_str(&format!("const LANES: u32 = {lanes}u;\nconst BITS: u32 = {}u;\n", 32 / lanes));
     }
-    for part in [PARAMS].iter().chain(storage.parts()).chain([&arith]) {
+    for part in [PARAMS].iter().chain(storage.parts()).chain(&arith) {
         src.push('\n');
         src.push_str(part);
     }

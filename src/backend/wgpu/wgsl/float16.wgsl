@@ -2,22 +2,12 @@
 // float32 and rounded to float16 at the end, as the CPU does. Used only where the conversion
 // probe matched the CPU's exact conversions.
 
-alias Wide = f32;
-
 fn widen(x: Elem) -> Wide {
     return f32(x);
 }
 
 fn narrow(x: Wide) -> Elem {
     return f16(x);
-}
-
-fn step_sub(a: Wide, b: Wide) -> Wide {
-    return a - b;
-}
-
-fn step_mul(a: Wide, b: Wide) -> Wide {
-    return a * b;
 }
 
 // The intermediate rounding of `sqdiff --half-precision`.

@@ -2,8 +2,6 @@
 // and rounded back to nearest even with integer operations, so the result does not depend on how
 // a device rounds conversions.
 
-alias Wide = f32;
-
 // float16 bits -> float32, exactly (float16 subnormals are normal float32 values).
 fn widen(h: Elem) -> Wide {
     let s = (h & 0x8000u) << 16u;
@@ -48,14 +46,6 @@ fn narrow(f: Wide) -> Elem {
         r = q + 1u;
     }
     return s | r;
-}
-
-fn step_sub(a: Wide, b: Wide) -> Wide {
-    return a - b;
-}
-
-fn step_mul(a: Wide, b: Wide) -> Wide {
-    return a * b;
 }
 
 // The intermediate rounding of `sqdiff --half-precision`.

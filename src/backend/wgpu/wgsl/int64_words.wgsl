@@ -1,16 +1,6 @@
 // Arithmetic: 64-bit integers as `vec2<u32>` (low word, high word), wrapping, for devices
 // without SHADER_INT64. Uses `mul32` (the full product of two u32) from the shared part.
 
-alias Wide = vec2<u32>;
-
-fn widen(x: Elem) -> Wide {
-    return x;
-}
-
-fn narrow(x: Wide) -> Elem {
-    return x;
-}
-
 // a - b modulo 2^64: the low words' borrow goes into the high word.
 fn step_sub(a: Wide, b: Wide) -> Wide {
     let lo = a.x - b.x;
@@ -22,8 +12,4 @@ fn step_sub(a: Wide, b: Wide) -> Wide {
 fn step_mul(a: Wide, b: Wide) -> Wide {
     let ll = mul32(a.x, b.x);
     return vec2<u32>(ll.x, ll.y + a.x * b.y + a.y * b.x);
-}
-
-fn step_round(x: Wide) -> Wide {
-    return x;
 }
