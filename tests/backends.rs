@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use tensorop::op::Op;
 
 /// A small deterministic generator (xorshift), so cases are the same on every run.
@@ -64,15 +63,10 @@ fn write_npy(path: &Path, kind: &str, size: usize, shape: &[usize], fortran: boo
     std::fs::write(path, common::npy_raw((1, 0), &header, &rng.bytes(n * size))).expect("write input");
 }
 
+/// Runs the binary in `dir` with extra environment variables: exit code, stdout, stderr.
 fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<u8>, String) {
-    let mut cmd = Command::new(common::bin());
-    cmd.current_dir(dir).args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run tensorop");
-    let code = out.status.code().unwrap_or(-1);
-    (code, out.stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = common::run_in_env(dir, args, common::Input::Null, env);
+    (out.code.unwrap_or(-1), out.stdout, out.stderr)
 }
 
 /// Compares two outputs element by element: identical bits, or both NaN.

@@ -6,18 +6,6 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::process::Command;
-
-/// Runs `args` in `dir` with extra environment variables; returns the exit code and stderr.
-fn run_env(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let mut cmd = Command::new(bin());
-    cmd.current_dir(dir.root()).args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run tensorop");
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
 
 #[test]
 fn the_sum_is_exact_where_a_running_float_sum_is_not() {
@@ -58,8 +46,8 @@ fn edge_inputs(dir: &Dir, n: usize) {
 fn stats_of(dir: &Dir, op: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
     let args =
         [&[op, "a.npy", "b.npy", "-o", "o.npy", "--stats", "--report", "r.json", "-q", "-f", "none"], extra].concat();
-    let (code, err) = run_env(dir, &args, env);
-    assert_eq!(code, Some(0), "{args:?} {env:?}: {err}");
+    let out = dir.run_env(&args, env);
+    assert_eq!(out.code, Some(0), "{args:?} {env:?}: {}", out.stderr);
     let s = dir.report("r.json")["stats"].clone();
     assert!(s.is_object(), "{args:?}: stats {s}");
     s

@@ -559,8 +559,14 @@ pub fn wait_limited(child: &mut Child, what: &str) -> Option<i32> {
 
 /// Runs the binary in `dir` with `args`, the given stdin, stdout and stderr captured.
 pub fn run_in(dir: &Path, args: &[&str], input: Input) -> Out {
+    run_in_env(dir, args, input, &[])
+}
+
+/// [`run_in`] with extra environment variables.
+pub fn run_in_env(dir: &Path, args: &[&str], input: Input, env: &[(&str, &str)]) -> Out {
     let mut cmd = Command::new(bin());
     cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE").stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.envs(env.iter().copied());
     let mut feed = None;
     match input {
         Input::Null => {
@@ -657,6 +663,11 @@ impl Dir {
     /// Runs the binary here with stdin from /dev/null.
     pub fn run(&self, args: &[&str]) -> Out {
         run_in(self.root(), args, Input::Null)
+    }
+
+    /// Runs the binary here with stdin from /dev/null and extra environment variables.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        run_in_env(self.root(), args, Input::Null, env)
     }
 
     /// Runs the binary here with `bytes` piped into stdin.
