@@ -56,8 +56,8 @@ pub fn run(cfg: &Config) -> Outcome {
         Err(e) if e.is::<BrokenPipe>() => Outcome::Ok,
         Err(e) => Outcome::Error(e),
     };
-    if let (Outcome::Ok, Some(s), false) = (&outcome, trace.summary(), cfg.quiet) {
-        eprint!("{}", s.human(cfg.sem.op, &trace.plan.as_ref().map_or(String::new(), |p| p.dtype.to_string())));
+    if let (Outcome::Ok, Some(s), Some(p), false) = (&outcome, &trace.summary, &trace.plan, cfg.quiet) {
+        eprint!("{}", s.human(cfg.sem.op, p.dtype.name()));
     }
     let report = trace.report(cfg, &outcome, start.elapsed());
     if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
@@ -93,6 +93,8 @@ struct Trace {
     stats: Option<Stats>,
     /// Wall time of the streaming stage, when the output was committed.
     execute: Option<Duration>,
+    /// `--stats`: the summary of a committed output.
+    summary: Option<Summary>,
 }
 
 /// The stages in order; each records its product in `trace` before the next starts.
@@ -181,6 +183,7 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     trace.stats = Some(result?);
     sink.commit().with_context(write_ctx)?;
     trace.execute = Some(t.elapsed());
+    trace.summary = trace.stats.as_ref().and_then(|s| s.summary.as_ref()).map(|a| a.finish());
     Ok(())
 }
 
@@ -199,12 +202,6 @@ fn c_order_copies(plan: &Plan, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInpu
 }
 
 impl Trace {
-    /// The `--stats` summary of a run that computed its output.
-    fn summary(&self) -> Option<Summary> {
-        self.execute?;
-        self.stats.as_ref()?.summary.as_ref().map(|a| a.finish())
-    }
-
     /// The DirectML descriptors of a planned job at a DirectML level.
     fn dml(&self, cfg: &Config) -> Option<Descriptors> {
         let (LevelChoice::Dml(level), Some(plan)) = (cfg.level, &self.plan) else { return None };
@@ -224,7 +221,7 @@ impl Trace {
         let gpu = cfg.backend == BackendKind::Wgpu;
         let stats = self.stats.clone().unwrap_or_default();
         let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
-        let summary = if status == RunStatus::Ok { self.summary() } else { None };
+        let summary = if status == RunStatus::Ok { self.summary.clone() } else { None };
         Report {
             schema_version: 1,
             tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },

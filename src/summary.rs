@@ -28,12 +28,6 @@ pub struct Accumulator {
     /// Floats: how many of the zeros are -0.0 (for the signs of min and max).
     negative_zero: u64,
     subnormal: u64,
-    /// Floats: per-block mantissa sums and counts by the dtype's own biased exponent, flushed
-    /// into `buckets` and `binades` (see `add_floats`).
-    scratch: Vec<i64>,
-    scratch_count: Vec<u64>,
-    /// Zeros among the current block's exponent-0 elements (the rest are subnormal).
-    pending_zero: u64,
     /// Elements per binade: float64's biased exponent for floats, `exp + 1` for integers (so 0
     /// is unused: zeros are counted apart).
     binades: Vec<u64>,
@@ -64,9 +58,6 @@ impl Accumulator {
             zero: 0,
             negative_zero: 0,
             subnormal: 0,
-            scratch: Vec::new(),
-            scratch_count: Vec::new(),
-            pending_zero: 0,
             binades: vec![0; if float { EXPONENTS } else { 66 }],
             buckets: if float { vec![0; EXPONENTS] } else { Vec::new() },
             low: 0,
@@ -270,29 +261,35 @@ summarise_floats!(f16, f32, f64);
 /// and one copy would make each addition wait for the previous one to the same bucket.
 const LANES: usize = 4;
 
-/// The float path, one integer pass per element: the dtype's own exponent picks a scratch
-/// bucket, which takes the signed integer mantissa (`i64`: exact for blocks of up to 2^(62 -
-/// MANT) elements) and a count; special values take a rare branch. Each block's buckets are then
-/// moved into the float64-exponent `buckets` (i128) and `binades`.
-fn add_floats<T: FloatBits>(acc: &mut Accumulator, values: &[T]) {
-    let exps = 1usize << T::EXP;
-    acc.scratch.resize(exps * LANES, 0);
-    acc.scratch_count.resize(exps * LANES, 0);
-    acc.count += values.len() as u64;
-    for block in values.chunks(1 << (61 - T::MANT).min(16)) {
-        if T::MANT <= PACKED_MANT {
-            scatter_packed(acc, block);
-        } else {
-            scatter(acc, block);
-            extremes(acc, block);
-        }
-        flush::<T>(acc);
-    }
-}
-
 /// Mantissas up to this many bits share one scratch word with the count: `m * 2^20 + 1`.
 const PACKED_MANT: u32 = 23;
 const COUNT_BITS: u32 = 20;
+
+/// The float path: float16 and float32 in blocks through packed scratch buckets
+/// ([`add_packed_block`]), float64 one element at a time straight into the `i128` buckets
+/// ([`add_wide`]).
+fn add_floats<T: FloatBits>(acc: &mut Accumulator, values: &[T]) {
+    acc.count += values.len() as u64;
+    if T::MANT <= PACKED_MANT {
+        values.chunks(1 << 16).for_each(|block| add_packed_block(acc, block));
+    } else {
+        values.iter().for_each(|&x| add_wide(acc, x));
+    }
+}
+
+/// The float64 bucket (biased float64 exponent, the unit of its mantissas) of `T`'s biased
+/// exponent `e`: the unit of `T`'s bucket e is 2^(max(e, 1) - bias - MANT) (subnormals share
+/// exponent 1's unit), float64's bucket k has 2^(k - 1075).
+fn bucket<T: FloatBits>(e: usize) -> usize {
+    let bias = (1i64 << (T::EXP - 1)) - 1;
+    (e.max(1) as i64 - bias - i64::from(T::MANT) + 1075) as usize
+}
+
+/// The `binades` slot (float64's biased exponent) of `T`'s biased exponent `e` (normal values).
+fn binade<T: FloatBits>(e: usize) -> usize {
+    let bias = (1i64 << (T::EXP - 1)) - 1;
+    (e as i64 - bias + 1023) as usize
+}
 
 /// Per-block counts of the packed path, and the extremes as order keys (see [`order_key`]).
 struct Tally {
@@ -331,12 +328,13 @@ fn tally_one<T: FloatBits>(lane: &mut [i64; 256], t: &mut Tally, b: u64) {
     t.max_key = t.max_key.max(if is_special { i64::MIN } else { key });
 }
 
-/// float16 and float32: one addition per element into the scratch bucket of its exponent, the
-/// mantissa (with its sign) in the high bits and a count in the low 20 (a block has at most 2^16
-/// elements, and 2^16 mantissas of 24 bits stay below 2^40). NaN and infinities land in the top
+/// float16 and float32, a block of at most 2^16 elements: one addition per element into the
+/// scratch bucket of its exponent, the mantissa (with its sign) in the high bits and a count in
+/// the low 20 (2^16 mantissas of 24 bits stay below 2^40). NaN and infinities land in the top
 /// bucket and are told apart by branch-free counts; the extremes are tracked as integer order
-/// keys. Four copies of the buckets, used in turn, keep consecutive additions independent.
-fn scatter_packed<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
+/// keys. Four copies of the buckets, used in turn, keep consecutive additions independent. The
+/// block's buckets then go into the float64-exponent `buckets` and the `binades`.
+fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
     let exps = 1usize << T::EXP;
     let mut lanes = [[0i64; 256]; LANES];
     let mut t = Tally { zero: 0, negative_zero: 0, nan: 0, neginf: 0, min_key: i64::MAX, max_key: i64::MIN };
@@ -349,24 +347,29 @@ fn scatter_packed<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
     for &x in quads.remainder() {
         tally_one::<T>(&mut lanes[0], &mut t, x.bits());
     }
-    let mut specials = 0;
-    for (l, lane) in lanes.iter().enumerate() {
-        for (e, &v) in lane.iter().enumerate().take(exps) {
-            let count = v & ((1 << COUNT_BITS) - 1);
-            if e == exps - 1 {
-                specials += count as u64;
-                continue;
-            }
-            acc.scratch_count[l * exps + e] += count as u64;
-            acc.scratch[l * exps + e] += (v - count) >> COUNT_BITS;
+    for e in 0..exps {
+        let (mut sum, mut n) = (0i64, 0u64);
+        for lane in &lanes {
+            let count = lane[e] & ((1 << COUNT_BITS) - 1);
+            n += count as u64;
+            sum += (lane[e] - count) >> COUNT_BITS;
         }
+        if e == exps - 1 {
+            // NaN and infinities: counted, never summed.
+            acc.posinf += n - t.nan - t.neginf;
+            continue;
+        }
+        if e == 0 {
+            acc.subnormal += n - t.zero;
+        } else {
+            acc.binades[binade::<T>(e)] += n;
+        }
+        acc.buckets[bucket::<T>(e)] += i128::from(sum);
     }
     acc.nan += t.nan;
     acc.neginf += t.neginf;
-    acc.posinf += specials - t.nan - t.neginf;
     acc.zero += t.zero;
     acc.negative_zero += t.negative_zero;
-    acc.pending_zero = t.zero;
     let sign = 1u64 << (T::MANT + T::EXP);
     let value = |key: i64| T::from_bits(if key < 0 { !key as u64 | sign } else { key as u64 }).value();
     if t.min_key != i64::MAX {
@@ -375,34 +378,24 @@ fn scatter_packed<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
     }
 }
 
-/// float64: a sum and a count per exponent (53-bit mantissas leave no room to pack).
-fn scatter<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
-    let exps = 1usize << T::EXP;
-    let (mut zero, mut negative_zero) = (0u64, 0u64);
-    for (j, &x) in block.iter().enumerate() {
-        let b = x.bits();
-        let Some((e, m)) = split::<T>(acc, b) else { continue };
-        let lane = (j % LANES) * exps;
-        acc.scratch[lane + e] += m;
-        acc.scratch_count[lane + e] += 1;
-        zero += u64::from(b << (64 - T::MANT - T::EXP) == 0);
-        negative_zero += u64::from(b == 1 << (T::MANT + T::EXP));
+/// float64, one element: 53-bit mantissas leave no room to pack, so the signed mantissa goes
+/// straight into its `i128` bucket.
+#[inline(always)]
+fn add_wide<T: FloatBits>(acc: &mut Accumulator, x: T) {
+    let b = x.bits();
+    let Some((e, m)) = split::<T>(acc, b) else { return };
+    acc.buckets[bucket::<T>(e)] += i128::from(m);
+    if b << (64 - T::MANT - T::EXP) == 0 {
+        acc.zero += 1;
+        acc.negative_zero += u64::from(b != 0);
+    } else if e == 0 {
+        acc.subnormal += 1;
+    } else {
+        acc.binades[binade::<T>(e)] += 1;
     }
-    acc.zero += zero;
-    acc.negative_zero += negative_zero;
-    acc.pending_zero = zero;
-}
-
-/// Min and max over the finite elements of `block`, in a loop of its own that vectorises.
-fn extremes<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
-    let (mut mn, mut mx) = (acc.fmin, acc.fmax);
-    for &x in block {
-        let v = x.value();
-        let finite = v.is_finite();
-        mn = if finite && v < mn { v } else { mn };
-        mx = if finite && v > mx { v } else { mx };
-    }
-    (acc.fmin, acc.fmax) = (mn, mx);
+    let v = x.value();
+    acc.fmin = acc.fmin.min(v);
+    acc.fmax = acc.fmax.max(v);
 }
 
 /// A finite float's bits as (exponent, signed integer mantissa); NaN and infinities are
@@ -423,30 +416,6 @@ fn split<T: FloatBits>(acc: &mut Accumulator, b: u64) -> Option<(usize, i64)> {
     let m = (b & mant_mask | u64::from(e != 0) << T::MANT) as i64;
     let s = -((b >> (T::MANT + T::EXP)) as i64);
     Some((e as usize, (m ^ s) - s))
-}
-
-/// Moves the scratch buckets of dtype `T` into the float64-exponent sums and the binade counts;
-/// of the elements with exponent 0, `pending_zero` were zeros and the rest subnormal.
-fn flush<T: FloatBits>(acc: &mut Accumulator) {
-    let exps = 1usize << T::EXP;
-    let bias = (1i64 << (T::EXP - 1)) - 1;
-    for e in 0..exps {
-        let (mut sum, mut n) = (0i128, 0u64);
-        for lane in 0..LANES {
-            sum += i128::from(std::mem::take(&mut acc.scratch[lane * exps + e]));
-            n += std::mem::take(&mut acc.scratch_count[lane * exps + e]);
-        }
-        // The unit of bucket e is 2^(max(e, 1) - bias - MANT) (subnormals share exponent 1's
-        // unit); float64's bucket k has 2^(k - 1075).
-        if sum != 0 {
-            acc.buckets[(e.max(1) as i64 - bias - i64::from(T::MANT) + 1075) as usize] += sum;
-        }
-        if e == 0 {
-            acc.subnormal += n - std::mem::take(&mut acc.pending_zero);
-        } else if n > 0 {
-            acc.binades[(e as i64 - bias + 1023) as usize] += n;
-        }
-    }
 }
 
 /// `sum(buckets[k] * 2^(k - 1075))` correctly rounded to float64 (to nearest, ties to even);

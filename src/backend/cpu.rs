@@ -419,8 +419,8 @@ fn write_in_order<T: Arith>(
 }
 
 impl Stats {
-    /// Adds a worker's timings and summary. Summaries merge exactly (integer buckets, counts, and
-    /// extremes in a total order), so the order workers finish in does not change the result.
+    /// Adds a worker's timings and summary. Summaries merge exactly (integer buckets, counts,
+    /// extremes), so the order workers finish in does not change the result.
     fn absorb<T>(&mut self, w: &Worker<'_, T>) {
         self.read += w.readers[0].read_time + w.readers[1].read_time;
         self.compute += w.compute_time;

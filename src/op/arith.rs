@@ -80,8 +80,9 @@ pub(super) fn map2<T: Copy, U: Copy, F: Fn(T, T) -> U>(out: &mut [U], a: Operand
     }
 }
 
-macro_rules! impl_int_arith {
-    ($($t:ty),*) => {$(
+/// `Arith` for a type computed in its own width, with the expressions for `a - b` and `a * b`.
+macro_rules! impl_arith {
+    ($a:ident, $b:ident => sub: $sub:expr, mul: $mul:expr; $($t:ty),*) => {$(
         impl Arith for $t {
             type Wide = $t;
             #[inline(always)]
@@ -93,39 +94,16 @@ macro_rules! impl_int_arith {
                 w
             }
             #[inline(always)]
-            fn sub(a: $t, b: $t) -> $t {
-                a.wrapping_sub(b)
+            fn sub($a: $t, $b: $t) -> $t {
+                $sub
             }
             #[inline(always)]
-            fn mul(a: $t, b: $t) -> $t {
-                a.wrapping_mul(b)
+            fn mul($a: $t, $b: $t) -> $t {
+                $mul
             }
         }
     )*};
 }
-impl_int_arith!(i8, i16, i32, i64, u8, u16, u32, u64);
-
-macro_rules! impl_float_arith {
-    ($($t:ty),*) => {$(
-        impl Arith for $t {
-            type Wide = $t;
-            #[inline(always)]
-            fn widen(self) -> $t {
-                self
-            }
-            #[inline(always)]
-            fn narrow(w: $t) -> $t {
-                w
-            }
-            #[inline(always)]
-            fn sub(a: $t, b: $t) -> $t {
-                a - b
-            }
-            #[inline(always)]
-            fn mul(a: $t, b: $t) -> $t {
-                a * b
-            }
-        }
-    )*};
-}
-impl_float_arith!(f32, f64);
+impl_arith!(a, b => sub: a.wrapping_sub(b), mul: a.wrapping_mul(b); i8, i16, i32, i64, u8, u16, u32, u64);
+// IEEE; Rust never contracts `a * b` after `a - b` into a fused multiply-add.
+impl_arith!(a, b => sub: a - b, mul: a * b; f32, f64);
