@@ -9,7 +9,8 @@ made once in a scratch directory (TMPDIR) and stay in the page cache across runs
 every tool once, in turn, so machine noise hits all of them alike; the table shows per-tool
 medians, the ratio to NumPy, and peak RSS from /usr/bin/time when it is installed. --compare
 adds a second tensorop binary (say, a build of the previous commit) to the same interleaved
-rounds, as the tool `compare`: the before/after check of a change.
+rounds, as the tool `compare`: the before/after check of a change. A case with a variant
+(f32_sqdiff with --stats) also runs it in the same rounds and prints its cost as a ratio.
 """
 import os
 import shutil
@@ -45,9 +46,8 @@ n = 1 << log2
 CASES = {
     # name: (op, dtype, shape of A, shape of B)
     "f32_sub": ("sub", "float32", (n,), (n,)),
-    "f32_sqdiff": ("sqdiff", "float32", (n,), (n,)),
-    # The same job with --stats (tensorop only; compare its time with f32_sqdiff's).
-    "f32_sqdiff_stats": ("sqdiff", "float32", (n,), (n,), ["--stats"]),
+    # Also run with --stats in the same rounds (the tool `+stats`): its cost is the ratio.
+    "f32_sqdiff": ("sqdiff", "float32", (n,), (n,), ["--stats"]),
     "f16_sqdiff": ("sqdiff", "float16", (n,), (n,)),
     "i32_sub": ("sub", "int32", (n,), (n,)),
     "f32_bcast_row": ("sub", "float32", (n >> 13, 8192), (8192,)),
@@ -110,7 +110,7 @@ def main():
     print(f"{runs} interleaved rounds, medians; machine: {os.cpu_count()} cores; backend {backend}")
     print(f"{'case':<15} {'tool':<9} {'median s':>9} {'vs numpy':>9} {'peak RSS':>10}")
     for name, (op, dtype, sa, sb, *more) in CASES.items():
-        flags = more[0] if more else []
+        variant = more[0] if more else []
         if only and name not in only.split(","):
             continue
         a, b = os.path.join(work, f"{name}_a.npy"), os.path.join(work, f"{name}_b.npy")
@@ -119,13 +119,18 @@ def main():
                 np.save(path, rng.standard_normal(shape).astype(dtype))
             else:
                 np.save(path, rng.integers(-1000, 1000, size=shape, dtype=dtype))
+        run = lambda exe, flags: lambda out: [exe, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none", *flags]
         cmds = {
-            "tensorop": lambda out: [binary, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none", *flags],
-            "compare": lambda out: [os.path.abspath(compare), op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none"],
+            "tensorop": run(binary, []),
+            "+stats": run(binary, variant),
+            "compare": run(os.path.abspath(compare or binary), []),
+            "cmp+stats": run(os.path.abspath(compare or binary), variant),
             "numpy": lambda out: [sys.executable, "-c", NUMPY, op, a, b, out],
             "openvino": lambda out: [sys.executable, "-c", OPENVINO, op, a, b, out],
         }
         use = list(tools)
+        if variant:
+            use[1:1] = ["+stats"] + (["cmp+stats"] if compare else [])
         if cc and name == "f32_sub":
             cmds["floor"] = lambda out: [floor, "copy", a, b, out]
             use.append("floor")
@@ -146,6 +151,11 @@ def main():
             med = statistics.median(times[t])
             mem = f"{rss[t] / 1024:.0f} MiB" if rss[t] else "-"
             print(f"{name:<15} {t:<9} {med:>9.3f} {med / base:>8.2f}x {mem:>10}")
+        if variant:
+            for plain, more in (("tensorop", "+stats"), ("compare", "cmp+stats")):
+                if more in times:
+                    ratio = statistics.median(times[more]) / statistics.median(times[plain])
+                    print(f"{name:<15} {' '.join(variant)} costs {ratio:.2f}x ({more} / {plain}; goal 1.30x)")
         for p in (a, b):
             os.unlink(p)
     shutil.rmtree(work)

@@ -2,11 +2,14 @@
 //! (`a[i] - b`), on one thread and split over all cores. Throughput counts three arrays (two read,
 //! one written), like the STREAM-style figure `benches/e2e.py` prints, so the two compare directly.
 //!
-//! `cargo bench --bench kernels [-- FILTER]`, e.g. `-- float32` or `-- threads=2`.
+//! The `stats` group times `--stats`' summary of a computed chunk.
+//!
+//! `cargo bench --bench kernels [-- FILTER]`, e.g. `-- float32`, `-- threads=2` or `-- stats`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use tensorop::dtype::DType;
 use tensorop::op::{Arith, Op, Operand, Semantics};
+use tensorop::summary::Accumulator;
 
 /// Elements per array: 2^23, so three float32 arrays (96 MiB) overflow any cache.
 const N: usize = 1 << 23;
@@ -64,5 +67,36 @@ fn kernels(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, kernels);
+/// `--stats` on float32 squared differences of two normal-ish signals: the summary's pass over
+/// each computed chunk, per element, on one thread.
+fn stats(c: &mut Criterion) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut normal = || {
+        // Sum of four uniforms: close enough to a normal for the spread of binades.
+        (0..4)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .sum::<f32>()
+    };
+    let values: Vec<f32> = (0..N).map(|_| (normal() - normal()).powi(2)).collect();
+    let mut g = c.benchmark_group("stats");
+    g.sample_size(10)
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(2));
+    g.throughput(Throughput::Elements(N as u64));
+    g.bench_function("float32/sqdiff", |bench| {
+        bench.iter(|| {
+            let mut acc = Accumulator::new(DType::F32);
+            acc.add(&values);
+            acc.finish()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, kernels, stats);
 criterion_main!(benches);

@@ -6,7 +6,9 @@
 //! the threads or on the backend: every finite float is `m * 2^e` with an integer `m` below 2^53,
 //! and `m` is added, with its sign, to an integer bucket for its exponent (`i128`: room for 2^74
 //! additions). Buckets add exactly, in any order; the total is rounded to float64 once, at the
-//! end (round to nearest even, as Python's `math.fsum`). Integers sum into 192 bits. Min and max
+//! end (round to nearest even, as Python's `math.fsum`). float32, the common case, first sums
+//! windows of binades exactly in float64 lanes (module `windowed`), so it needs no scatter per element
+//! (`docs/benchmarks.md`, "--stats"). Integers sum into 192 bits. Min and max
 //! order -0.0 before +0.0, so they too are the same whatever the order of the chunks.
 
 use crate::dtype::DType;
@@ -47,7 +49,7 @@ pub struct Accumulator {
 
 impl Accumulator {
     /// An empty summary for elements of `dtype`.
-    pub(crate) fn new(dtype: DType) -> Accumulator {
+    pub fn new(dtype: DType) -> Accumulator {
         let float = matches!(dtype, DType::F16 | DType::F32 | DType::F64);
         Accumulator {
             float,
@@ -70,7 +72,7 @@ impl Accumulator {
     }
 
     /// Adds `values` (elements of the dtype the accumulator was made for).
-    pub(crate) fn add<T: Summarise>(&mut self, values: &[T]) {
+    pub fn add<T: Summarise>(&mut self, values: &[T]) {
         T::add_all(self, values);
     }
 
@@ -122,7 +124,7 @@ impl Accumulator {
     }
 
     /// The finished summary.
-    pub(crate) fn finish(&self) -> Summary {
+    pub fn finish(&self) -> Summary {
         let finite = self.count - self.nan - self.posinf - self.neginf;
         let (sum, mean) = if self.float {
             let sum = exact_float_sum(&self.buckets);
@@ -255,7 +257,14 @@ macro_rules! summarise_floats {
         }
     )*};
 }
-summarise_floats!(f16, f32, f64);
+summarise_floats!(f16, f64);
+
+impl Summarise for f32 {
+    fn add_all(acc: &mut Accumulator, values: &[Self]) {
+        acc.count += values.len() as u64;
+        windowed::add(acc, values);
+    }
+}
 
 /// Independent copies of the scratch buckets: consecutive elements usually share an exponent,
 /// and one copy would make each addition wait for the previous one to the same bucket.
@@ -378,6 +387,163 @@ fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
     }
 }
 
+/// float32 without a scatter per sum: windows of binades summed exactly in float64.
+///
+/// A block of [`BLOCK`] values is read in a few passes that the compiler vectorises:
+/// 1. classes and extremes: zeros, the largest magnitude, and the extremes as order keys; a
+///    block holding NaN or an infinity goes to the general path ([`add_packed_block`]);
+/// 2. windows: the values whose binades lie within [`WINDOW`] of the largest not yet summed are
+///    added in float64, which is exact for them (every one is a multiple of the window's lowest
+///    unit, and their sum stays below 2^53 of those units); the next window starts below, until
+///    only zeros are left. Typical data need two or three windows;
+/// 3. the histogram, counted in four interleaved copies.
+///
+/// Each window's float64 total then goes into the exact buckets, so the result is the same
+/// integer sum as the general path's, whatever the windows were.
+mod windowed {
+    use super::{add_packed_block, binade, Accumulator, FloatBits};
+
+    /// Values per block.
+    pub(super) const BLOCK: usize = 1 << 13;
+    /// Binades per window. A window's lowest unit is 2^(lo - 150) for its lowest biased exponent
+    /// lo, its values are below 2^(lo + WINDOW - 127), and a block's sum is below 2^13 times
+    /// that: 2^(WINDOW + 36) units, at most 2^53.
+    pub(super) const WINDOW: u32 = 17;
+    const _: () = assert!(WINDOW + 36 <= 53 && BLOCK == 1 << 13);
+
+    /// Lanes of the window sums.
+    const LANES: usize = 16;
+    /// Copies of the histogram, used in turn: consecutive values usually share a binade.
+    const COPIES: usize = 8;
+    /// Float32's magnitude bits.
+    const ABS: u32 = 0x7fff_ffff;
+    /// Magnitudes from this up are infinities and NaN.
+    const SPECIAL: u32 = 0x7f80_0000;
+
+    pub(super) fn add(acc: &mut Accumulator, values: &[f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { add_avx2(acc, values) };
+        }
+        add_portable(acc, values);
+    }
+
+    /// [`add_block`] for any CPU.
+    pub(super) fn add_portable(acc: &mut Accumulator, values: &[f32]) {
+        values.chunks(BLOCK).for_each(|block| add_block(acc, block));
+    }
+
+    /// [`add_block`] compiled for AVX2.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn add_avx2(acc: &mut Accumulator, values: &[f32]) {
+        values.chunks(BLOCK).for_each(|block| add_block(acc, block));
+    }
+
+    /// Per-block classes and extremes (pass 1).
+    struct Scan {
+        max_abs: u32,
+        zero: u32,
+        negative_zero: u32,
+        /// The extremes as order keys: the magnitude bits, inverted for negative values.
+        min_key: i32,
+        max_key: i32,
+    }
+
+    #[inline(always)]
+    fn scan(block: &[f32]) -> Scan {
+        let mut s = Scan { max_abs: 0, zero: 0, negative_zero: 0, min_key: i32::MAX, max_key: i32::MIN };
+        for &x in block {
+            let b = x.to_bits();
+            let a = b & ABS;
+            s.max_abs = s.max_abs.max(a);
+            s.zero += u32::from(a == 0);
+            s.negative_zero += u32::from(b == !ABS);
+            let key = (a as i32) ^ ((b as i32) >> 31);
+            s.min_key = s.min_key.min(key);
+            s.max_key = s.max_key.max(key);
+        }
+        s
+    }
+
+    /// The exact sum of the values with magnitudes in `[low, high)`, and the largest magnitude
+    /// below `low` (0 when none). Compared as float64, the lanes of the sum.
+    #[inline(always)]
+    fn window(block: &[f32], low: f64, high: f64) -> (f64, f64) {
+        // Independent lanes of sums and maxima: four vectors of each, so that no addition waits
+        // for the one before.
+        let mut sums = [0f64; LANES];
+        let mut rest = [0f64; LANES];
+        let one = |sum: &mut f64, rest: &mut f64, x: f32| {
+            let v = f64::from(x);
+            let a = v.abs();
+            *sum += if a >= low && a < high { v } else { 0.0 };
+            let below = if a < low { a } else { 0.0 };
+            *rest = if below > *rest { below } else { *rest };
+        };
+        let mut lanes = block.chunks_exact(LANES);
+        for group in &mut lanes {
+            for ((sum, rest), &x) in sums.iter_mut().zip(&mut rest).zip(group) {
+                one(sum, rest, x);
+            }
+        }
+        lanes.remainder().iter().for_each(|&x| one(&mut sums[0], &mut rest[0], x));
+        (sums.iter().sum(), rest.into_iter().fold(0.0, f64::max))
+    }
+
+    #[inline(always)]
+    fn add_block(acc: &mut Accumulator, block: &[f32]) {
+        let s = scan(block);
+        if s.max_abs >= SPECIAL {
+            return add_packed_block(acc, block);
+        }
+        let (mut high, mut top) = (f64::INFINITY, s.max_abs);
+        while top != 0 {
+            let lo = (top >> 23).saturating_sub(WINDOW - 1);
+            // Subnormals share exponent 1's unit: a window that reaches it takes them too.
+            let low = if lo <= 1 { 0.0 } else { f64::from(f32::from_bits(lo << 23)) };
+            let (sum, rest) = window(block, low, high);
+            add_exact(acc, sum);
+            (high, top) = (low, (rest as f32).to_bits());
+        }
+        let mut counts = [[0u32; 256]; COPIES];
+        let mut groups = block.chunks_exact(COPIES);
+        for group in &mut groups {
+            for (c, x) in counts.iter_mut().zip(group) {
+                c[(x.to_bits() >> 23 & 0xff) as usize] += 1;
+            }
+        }
+        groups.remainder().iter().for_each(|x| counts[0][(x.to_bits() >> 23 & 0xff) as usize] += 1);
+        for e in 0..255 {
+            let n = counts.iter().map(|c| u64::from(c[e])).sum::<u64>();
+            if e == 0 {
+                acc.subnormal += n - u64::from(s.zero);
+            } else if n > 0 {
+                acc.binades[binade::<f32>(e)] += n;
+            }
+        }
+        acc.zero += u64::from(s.zero);
+        acc.negative_zero += u64::from(s.negative_zero);
+        let value = |key: i32| f64::from(f32::from_bits(if key < 0 { !key as u32 | !ABS } else { key as u32 }));
+        acc.fmin = acc.fmin.min(value(s.min_key));
+        acc.fmax = acc.fmax.max(value(s.max_key));
+    }
+
+    /// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
+    #[inline(always)]
+    fn add_exact(acc: &mut Accumulator, x: f64) {
+        let b = x.to_bits();
+        let e = (b >> f64::MANT) & 0x7ff;
+        let m = (b & ((1 << f64::MANT) - 1) | u64::from(e != 0) << f64::MANT) as i64;
+        let m = if x.is_sign_negative() { -m } else { m };
+        acc.buckets[super::bucket::<f64>(e as usize)] += i128::from(m);
+    }
+}
+
 /// float64, one element: 53-bit mantissas leave no room to pack, so the signed mantissa goes
 /// straight into its `i128` bucket.
 #[inline(always)]
@@ -418,11 +584,11 @@ fn split<T: FloatBits>(acc: &mut Accumulator, b: u64) -> Option<(usize, i64)> {
     Some((e as usize, (m ^ s) - s))
 }
 
-/// `sum(buckets[k] * 2^(k - 1075))` correctly rounded to float64 (to nearest, ties to even);
-/// `None` when it overflows float64.
-fn exact_float_sum(buckets: &[i128]) -> Option<f64> {
-    // Two's complement bits of the total, weight 2^(k - 1075) at index k, by carrying each
-    // bucket's value up: bit k is the total's low bit at that weight, the rest moves on.
+/// The exact total `sum(buckets[k] * 2^(k - 1075))` as its sign and magnitude bits, bit k of
+/// weight 2^(k - 1075): the same for any spread of the same total over the buckets.
+fn exact_bits(buckets: &[i128]) -> (bool, Vec<u8>) {
+    // Two's complement bits of the total, by carrying each bucket's value up: bit k is the
+    // total's low bit at that weight, the rest moves on.
     let mut bits = Vec::with_capacity(buckets.len() + 140);
     let mut carry: i128 = 0;
     for &b in buckets {
@@ -444,6 +610,13 @@ fn exact_float_sum(buckets: &[i128]) -> Option<f64> {
             c = v >> 1;
         }
     }
+    (negative, bits)
+}
+
+/// `sum(buckets[k] * 2^(k - 1075))` correctly rounded to float64 (to nearest, ties to even);
+/// `None` when it overflows float64.
+fn exact_float_sum(buckets: &[i128]) -> Option<f64> {
+    let (negative, bits) = exact_bits(buckets);
     let Some(top) = bits.iter().rposition(|&b| b == 1) else { return Some(if negative { -0.0 } else { 0.0 }) };
     // The result's unit in the last place: 53 significant bits, but never below float64's
     // smallest subnormal (index 1).
@@ -666,6 +839,105 @@ mod tests {
         let ulp = 2f64.powi(970);
         assert_eq!(fsum_f64(&[f64::MAX, ulp]), None);
         assert_eq!(fsum_f64(&[f64::MAX, ulp / 2.0 * 0.99]), Some(f64::MAX));
+    }
+
+    /// Float32 through the general path (packed blocks), the oracle of the windowed one.
+    fn packed_f32(values: &[f32]) -> Accumulator {
+        let mut acc = Accumulator::new(DType::F32);
+        acc.count += values.len() as u64;
+        values.chunks(1 << 16).for_each(|b| add_packed_block(&mut acc, b));
+        acc
+    }
+
+    /// The exact total of an accumulator: sign and magnitude bits without leading zeros.
+    fn exact(acc: &Accumulator) -> (bool, Vec<u8>) {
+        let (negative, mut bits) = exact_bits(&acc.buckets);
+        while bits.last() == Some(&0) {
+            bits.pop();
+        }
+        (negative, bits)
+    }
+
+    #[test]
+    fn windowed_float32_matches_the_general_path() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let n = 3 * windowed::BLOCK + 13;
+        let finite = |b: u32| if b & 0x7f80_0000 == 0x7f80_0000 { b & 0xff7f_ffff } else { b };
+        let uniform = |r: u64| (r >> 40) as f32 / (1u64 << 24) as f32;
+        let mut cases: Vec<(&str, Vec<f32>)> = vec![
+            ("random finite bits", (0..n).map(|_| f32::from_bits(finite(next() as u32))).collect()),
+            ("squares", (0..n).map(|_| (uniform(next()) - uniform(next())).powi(2)).collect()),
+            (
+                "cancellation",
+                (0..n)
+                    .map(|i| {
+                        let x = uniform(next()) * 1e6;
+                        if i % 2 == 0 {
+                            x
+                        } else {
+                            -f32::from_bits(x.to_bits() ^ (next() as u32 & 3))
+                        }
+                    })
+                    .collect(),
+            ),
+            ("subnormals and zeros", (0..n).map(|_| f32::from_bits(next() as u32 & 0x8080_0fff)).collect()),
+            ("naive float64 is wrong", [1e30f32, 1.0, -1e30].repeat(n / 3)),
+            ("largest", vec![f32::MAX; n]),
+            ("largest of both signs", (0..n).map(|i| if i % 3 == 0 { -f32::MAX } else { f32::MAX }).collect()),
+            (
+                "powers of two",
+                (0..n).map(|i| f32::from_bits(((i as u32 * 7) % 254 + 1) << 23 | (i as u32 & 1) << 31)).collect(),
+            ),
+            (
+                "window edges",
+                (0..n)
+                    .map(|i| f32::from_bits(((254 - (i as u32 % 40)) << 23) | (next() as u32 & 0x807f_ffff)))
+                    .collect(),
+            ),
+            // Largest exponent 18: the window takes the subnormals' unit, and 2^13 values of
+            // 2^41 units or more add up to 2^53 of them; one odd subnormal per block.
+            (
+                "widest window",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32;
+                        f32::from_bits(if i % windowed::BLOCK == 0 {
+                            r & 0x7f_ffff | 1
+                        } else {
+                            18 << 23 | r & 0x7f_ffff
+                        })
+                    })
+                    .collect(),
+            ),
+            ("zeros", vec![0.0; n]),
+            ("negative zeros", vec![-0.0; n]),
+        ];
+        let mut special = cases[1].1.clone();
+        special[5] = f32::NAN;
+        special[windowed::BLOCK + 7] = f32::NEG_INFINITY;
+        special[2 * windowed::BLOCK + 1] = f32::INFINITY;
+        cases.push(("NaN and infinities in some blocks", special));
+        for (name, v) in &cases {
+            for len in [v.len(), 1, 15, 17, windowed::BLOCK - 1, windowed::BLOCK + 1] {
+                let v = &v[..len.min(v.len())];
+                let mut fast = Accumulator::new(DType::F32);
+                fast.add(v);
+                let slow = packed_f32(v);
+                let mut portable = Accumulator::new(DType::F32);
+                portable.count += v.len() as u64;
+                windowed::add_portable(&mut portable, v);
+                for (path, acc) in [("dispatched", &fast), ("portable", &portable)] {
+                    assert_eq!(acc.finish(), slow.finish(), "{name}, {len} values, {path}");
+                    assert_eq!(exact(acc), exact(&slow), "{name}, {len} values, {path}: the exact sums differ");
+                }
+            }
+        }
     }
 
     #[test]
