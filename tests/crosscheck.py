@@ -235,7 +235,7 @@ def float_edges(dt):
 
 def reference_stats(arr):
     """The `stats` object of the report for result `arr`, computed independently: exact sums
-    with Python integers and Fractions (rounded to float64 once), binades with frexp."""
+    with Python integers, math.fsum or Fractions (rounded to float64 once), binades with frexp."""
     flat = arr.reshape(-1)
     s = {"count": int(flat.size)}
     if flat.dtype.kind == "f":
@@ -253,11 +253,15 @@ def reference_stats(arr):
             s.update(min=float(lo), max=float(hi))
         else:
             s.update(min=None, max=None)
-        total = sum((Fraction(v) for v in fin.tolist()), Fraction(0))
         try:
-            total = float(total)
+            # Exact, then rounded once (Shewchuk); raises where a partial sum overflows.
+            total = math.fsum(fin.tolist())
         except OverflowError:
-            total = None
+            total = sum((Fraction(v) for v in fin.tolist()), Fraction(0))
+            try:
+                total = float(total)
+            except OverflowError:
+                total = None
         s["sum"] = total
         s["mean"] = None if total is None or fin.size == 0 else total / fin.size
         tiny = float(np.finfo(flat.dtype).tiny)
@@ -549,6 +553,12 @@ def large_cases():
     a[::9973] = np.float32("nan")
     a[5::10007] = np.float32(1e-40)
     case("sub float32 [3e6] - [1]", "sub", a, np.array([0.25], np.float32))
+    # No NaN or infinity: every block of the float32 summary takes its windowed path.
+    big = np.tile(np.array([1e30, 1, -1e30], np.float32), n // 3)
+    case("sub float32 [3e6] - [1]: 1e30, 1, -1e30 repeated", "sub", big, np.array([0.0], np.float32))
+    wide = (rng.standard_normal(n) * 10.0 ** rng.uniform(-25, 18, n)).astype(np.float32)
+    near = (wide * (1 + rng.standard_normal(n).astype(np.float32) * 1e-3)).astype(np.float32)
+    case("sqdiff float32 [3e6] - [3e6], 43 decades, near-equal", "sqdiff", wide, near)
     bits = rng.integers(0, 65535, size=(1000, 3000), dtype=np.uint16, endpoint=True).view(np.float16)
     bb = rng.integers(0, 65535, size=3000, dtype=np.uint16, endpoint=True).view(np.float16)
     case("sqdiff float16 [1000,3000] - [3000]", "sqdiff", bits, bb)
@@ -597,7 +607,11 @@ def run_large(exe, tmp, case, extra):
     got, why = read_output(outs[0])
     if why:
         return problems + [why]
-    why = same(got, expected(op, a, b, half))
+    exp = expected(op, a, b, half)
+    why = same(got, exp)
+    if why:
+        problems.append(why)
+    why = same_stats(stats[0], reference_stats(exp))
     if why:
         problems.append(why)
     return problems

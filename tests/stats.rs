@@ -24,17 +24,36 @@ fn the_sum_is_exact_where_a_running_float_sum_is_not() {
     assert_eq!(s["histogram"]["binades"][1], serde_json::json!({"exp": 1, "count": 1000}));
 }
 
-/// Inputs of `n` elements of every class (NaN, infinities, signed zeros, subnormals, large and
-/// small normals), so that every field of the summary has something to count.
-fn edge_inputs(dir: &Dir, n: usize) {
+/// Inputs of `n` elements of every class (NaN and infinities when `specials`, signed zeros,
+/// subnormals, large and small normals), so that every field of the summary has something to
+/// count. Without `specials` every float32 block takes the summary's windowed path.
+fn edge_inputs(dir: &Dir, n: usize, specials: bool) {
     let a: Vec<f32> = (0..n as u32)
         .map(|i| match i % 11 {
-            0 => f32::NAN,
-            1 => f32::INFINITY,
+            0 => {
+                if specials {
+                    f32::NAN
+                } else {
+                    1e-30
+                }
+            }
+            1 => {
+                if specials {
+                    f32::INFINITY
+                } else {
+                    1.5e38
+                }
+            }
             2 => -0.0,
             3 => f32::from_bits(i % 5 + 1),
             4 => -3.0e38,
-            5 => f32::NEG_INFINITY,
+            5 => {
+                if specials {
+                    f32::NEG_INFINITY
+                } else {
+                    -7e-41
+                }
+            }
             _ => f32::from_bits(i.wrapping_mul(2_654_435_761) & 0xbf7f_ffff),
         })
         .collect();
@@ -56,18 +75,29 @@ fn stats_of(dir: &Dir, op: &str, extra: &[&str], env: &[(&str, &str)]) -> Value 
 #[test]
 fn the_summary_is_identical_for_any_threads_and_chunking() {
     let dir = Dir::new();
-    // 300 000 float32: five CPU chunks of 256 KiB.
-    edge_inputs(&dir, 300_000);
-    for op in ["sub", "sqdiff"] {
-        let one = stats_of(&dir, op, &["--threads", "1"], &[]);
-        for threads in ["2", "3", "8"] {
-            assert_eq!(stats_of(&dir, op, &["--threads", threads], &[]), one, "{op} --threads {threads}");
+    for specials in [true, false] {
+        // 300 000 float32: five CPU chunks of 256 KiB.
+        edge_inputs(&dir, 300_000, specials);
+        for op in ["sub", "sqdiff"] {
+            let one = stats_of(&dir, op, &["--threads", "1"], &[]);
+            for threads in ["2", "3", "8"] {
+                let got = stats_of(&dir, op, &["--threads", threads], &[]);
+                assert_eq!(got, one, "{op} --threads {threads}, specials: {specials}");
+            }
+            let classes: &[&str] = match (specials, op) {
+                (false, _) => &[],
+                (true, "sub") => &["nan", "posinf", "neginf"],
+                (true, _) => &["nan", "posinf"],
+            };
+            for k in classes {
+                assert!(one[k].as_u64() > Some(0), "{op}: the inputs should produce some {k}: {one}");
+            }
+            if !specials && op == "sub" {
+                // (sqdiff squares the large values into infinities.)
+                assert_eq!(one["finite"], one["count"], "{op}: {one}");
+            }
+            assert!(one["histogram"]["zero"].as_u64() > Some(0) && one["histogram"]["subnormal"].as_u64() > Some(0));
         }
-        let classes: &[&str] = if op == "sub" { &["nan", "posinf", "neginf"] } else { &["nan", "posinf"] };
-        for k in classes {
-            assert!(one[k].as_u64() > Some(0), "{op}: the inputs should produce some {k}: {one}");
-        }
-        assert!(one["histogram"]["zero"].as_u64() > Some(0) && one["histogram"]["subnormal"].as_u64() > Some(0));
     }
 }
 
@@ -77,13 +107,15 @@ fn the_summary_is_identical_on_the_gpu_native_and_emulated() {
         return;
     }
     let dir = Dir::new();
-    edge_inputs(&dir, 100_000);
-    for op in ["sub", "sqdiff"] {
-        let cpu = stats_of(&dir, op, &[], &[]);
-        let wgpu = ["--backend", "wgpu"];
-        assert_eq!(stats_of(&dir, op, &wgpu, &[]), cpu, "{op} wgpu");
-        let small = [("TENSOROP_WGPU_CHUNK_BYTES", "4096"), ("TENSOROP_WGPU_EMULATE", "1")];
-        assert_eq!(stats_of(&dir, op, &wgpu, &small), cpu, "{op} wgpu, emulated, small chunks");
+    for specials in [true, false] {
+        edge_inputs(&dir, 100_000, specials);
+        for op in ["sub", "sqdiff"] {
+            let cpu = stats_of(&dir, op, &[], &[]);
+            let wgpu = ["--backend", "wgpu"];
+            assert_eq!(stats_of(&dir, op, &wgpu, &[]), cpu, "{op} wgpu, specials: {specials}");
+            let small = [("TENSOROP_WGPU_CHUNK_BYTES", "4096"), ("TENSOROP_WGPU_EMULATE", "1")];
+            assert_eq!(stats_of(&dir, op, &wgpu, &small), cpu, "{op} wgpu, emulated, small chunks, {specials}");
+        }
     }
     // float16 and int64 as well, native and emulated.
     let h: Vec<H> = (0..20_000u32).map(|i| H((i.wrapping_mul(40_503) & 0xffff) as u16)).collect();
