@@ -142,15 +142,6 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
                 ];
                 for (env, mode) in modes {
                     let what = format!("{kind} {v:?} shape case {si} ({mode})");
-                    if kind == "f8" && mode == "emulated" {
-                        // Without SHADER_F64 float64 is refused, clearly.
-                        let (code, _, err) =
-                            run(dir.root(), &[&args[..], &["-o", "-", "--backend", "wgpu"]].concat(), env);
-                        if code != 1 || !err.contains("SHADER_F64") {
-                            failures.push(format!("{what}: expected a SHADER_F64 refusal, got exit {code}: {err}"));
-                        }
-                        continue;
-                    }
                     compared += 1;
                     if let Err(e) = compare_case(dir.root(), &args, size, float, env, &what) {
                         failures.push(e);
@@ -160,6 +151,102 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
         }
     }
     assert!(failures.is_empty(), "{} of {compared} comparisons failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Float64 bit patterns where IEEE arithmetic has its seams: zeros, the subnormal range and its
+/// edge, 1 and its neighbours, the largest finite value, values whose squares overflow, round to
+/// the largest finite value, underflow or land on the smallest subnormal, infinities and NaNs
+/// (quiet and signalling), each of both signs.
+fn float64_edges() -> Vec<u64> {
+    let positive: [u64; 26] = [
+        0,
+        1, // the smallest subnormal
+        3,
+        0x0008_0000_0000_0000, // a subnormal with only its top bit
+        0x000f_ffff_ffff_ffff, // the largest subnormal
+        0x0010_0000_0000_0000, // the smallest normal
+        0x0010_0000_0000_0001,
+        0x3fef_ffff_ffff_ffff, // 1 - ulp
+        0x3ff0_0000_0000_0000, // 1
+        0x3ff0_0000_0000_0001, // 1 + ulp
+        0x3ff8_0000_0000_0000, // 1.5
+        // Squares exactly half an ulp above a representable value plus 2^-104: the sticky bit
+        // lies in the product's lowest word (the even and the odd case).
+        0x3ff4_0000_0000_0001,
+        0x3ff3_ffff_ffff_ffff,
+        0x4000_0000_0000_0000, // 2
+        0x7fef_ffff_ffff_ffff, // the largest finite
+        0x7fe0_0000_0000_0000, // 2^1023
+        0x5fef_ffff_ffff_ffff, // its square is just below 2^1024: rounds to the largest or overflows
+        0x5ff0_0000_0000_0000, // 2^512: its square overflows
+        0x5fe6_a09e_667f_3bcc, // about sqrt(largest finite)
+        0x2000_0000_0000_0000, // 2^-511: its square is the smallest normal's neighbourhood
+        0x1e60_0000_0000_0000, // 2^-537: its square is 2^-1074, the smallest subnormal
+        0x1e5f_ffff_ffff_ffff, // just below: its square rounds to the smallest subnormal or to 0
+        0x1e50_0000_0000_0000, // 2^-538: its square is 2^-1076, rounds to 0 (tie to even)
+        0x7ff0_0000_0000_0000, // infinity
+        0x7ff8_0000_0000_0000, // quiet NaN
+        0x7ff0_0000_0000_0001, // signalling NaN
+    ];
+    positive.iter().flat_map(|&b| [b, b | 1 << 63]).collect()
+}
+
+/// Runs `op` on float64 inputs on the CPU and on wgpu, native and emulated, and compares the
+/// outputs bit for bit (NaNs by position).
+fn float64_matches(dir: &common::Dir, a: (&[usize], &[u64]), b: (&[usize], &[u64]), what: &str) {
+    let f = |v: &[u64]| v.iter().map(|&x| f64::from_bits(x)).collect::<Vec<_>>();
+    dir.write("a.npy", &common::npy(a.0, &f(a.1)));
+    dir.write("b.npy", &common::npy(b.0, &f(b.1)));
+    for op in Op::ALL {
+        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q"];
+        for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+            let what = format!("float64 {what}, {} ({mode})", op.name());
+            if let Err(e) = compare_case(dir.root(), &args, 8, true, env, &what) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn float64_is_exact_on_wgpu_with_and_without_shader_f64() {
+    if !common::gpu_available("float64_is_exact_on_wgpu_with_and_without_shader_f64") {
+        return;
+    }
+    let dir = common::Dir::new();
+    // Every pair of edge values: A as a column, B as a row.
+    let edges = float64_edges();
+    let n = edges.len();
+    float64_matches(&dir, (&[n, 1], &edges), (&[1, n], &edges), "edge pairs");
+    // 10^5 random bit patterns (every exponent alike, NaNs and infinities included).
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let mut words = |k: usize| -> Vec<u64> {
+        rng.bytes(8 * k).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())).collect()
+    };
+    let (a, b) = (words(100_000), words(100_000));
+    float64_matches(&dir, (&[a.len()], &a), (&[b.len()], &b), "random bit patterns");
+    // 10^4 near-equal pairs: cancellation to a few ulps, across binade edges, down into the
+    // subnormals, and exact cancellation.
+    let base = words(10_000);
+    let r = words(10_000);
+    let a: Vec<u64> = base.iter().map(|&x| x & !(0x7ff << 52) | (x % 2046 + 1) << 52).collect();
+    let b: Vec<u64> = a
+        .iter()
+        .zip(&r)
+        .map(|(&x, &r)| match r % 4 {
+            0 => x,
+            1 => x.wrapping_add(r >> 60),
+            2 => x.wrapping_sub(r >> 60),
+            _ => (x & 1 << 63) | ((x & !(1 << 63)) ^ (r >> 59)),
+        })
+        .collect();
+    float64_matches(&dir, (&[a.len()], &a), (&[b.len()], &b), "near-equal pairs");
+    // The report says float64 was emulated.
+    let args = ["sub", "a.npy", "b.npy", "-o", "c.npy", "--backend", "wgpu", "--report", "r.json", "-f", "none"];
+    let (code, _, err) = run(dir.root(), &args, &[("TENSOROP_WGPU_EMULATE", "1")]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&dir.read("r.json")).expect("report is JSON");
+    assert_eq!(report["backend"]["features_emulated"], serde_json::json!(["SHADER_F64"]), "{report}");
 }
 
 #[test]

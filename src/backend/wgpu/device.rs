@@ -210,6 +210,7 @@ impl Gpu {
             DType::I64 | DType::U64 if native.int64 => (vec!["SHADER_INT64"], vec![]),
             DType::I64 | DType::U64 => (vec![], vec!["SHADER_INT64"]),
             DType::F64 if native.f64 => (vec!["SHADER_F64"], vec![]),
+            DType::F64 => (vec![], vec!["SHADER_F64"]),
             _ => (vec![], vec![]),
         };
         DeviceReport {

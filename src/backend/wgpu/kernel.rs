@@ -73,14 +73,7 @@ impl Kernel {
         out_bytes: u64,
         slots: usize,
     ) -> Result<Kernel> {
-        let src = shader::source(dtype, sem, native).ok_or_else(|| {
-            anyhow!(
-                "{} has no SHADER_F64 (64-bit floats){}, and the wgpu backend does not emulate float64; \
-                 use --backend cpu for float64",
-                gpu.info.name,
-                if gpu.tuning.emulate { " or it is masked by TENSOROP_WGPU_EMULATE" } else { "" }
-            )
-        })?;
+        let src = shader::source(dtype, sem, native);
         let d = &gpu.device;
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("tensorop kernel"),

@@ -13,7 +13,8 @@
 //!   `float16.wgsl` with the device's `f16`, or `float16_bits.wgsl`, which rounds to nearest even
 //!   with integer operations whatever the device's conversions do), and the steps `step_sub` and
 //!   `step_mul` of [`crate::op::Steps`] (`native_steps.wgsl` with WGSL's operators, or
-//!   `int64_words.wgsl` on `vec2<u32>` words for devices without 64-bit integers);
+//!   `int64_words.wgsl` on `vec2<u32>` words for devices without 64-bit integers, or
+//!   `float64_words.wgsl`, IEEE binary64 on `vec2<u32>` words for devices without SHADER_F64);
 //!
 //! and one generated function, `op`, which is the operator's [`Formula`] evaluated over WGSL
 //! text: the same definition the CPU kernels compile, so a kernel cannot compute a different
@@ -112,13 +113,13 @@ const IDENTITY: &str = include_str!("wgsl/identity.wgsl");
 const NATIVE_STEPS: &str = include_str!("wgsl/native_steps.wgsl");
 
 /// How a kernel computes for one dtype with the device's native features: its storage, the
-/// arithmetic type `Wide`, and the arithmetic parts. float64 needs SHADER_F64; without it there
-/// is no kernel (`None`).
-fn kind(dtype: DType, native: Native) -> Option<(Storage, &'static str, [&'static str; 2])> {
+/// arithmetic type `Wide`, and the arithmetic parts. Without a feature the dtype is emulated on
+/// `u32` words (float64: `float64_words.wgsl`, IEEE binary64 in integer operations).
+fn kind(dtype: DType, native: Native) -> (Storage, &'static str, [&'static str; 2]) {
     use DType::*;
     let u32_word = Storage::Direct { word: "u32" };
     let wrapping = [IDENTITY, NATIVE_STEPS];
-    Some(match dtype {
+    match dtype {
         I8 | U8 => (Storage::Packed { lanes: 4 }, "u32", wrapping),
         I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", wrapping),
         I32 | U32 => (u32_word, "u32", wrapping),
@@ -130,14 +131,14 @@ fn kind(dtype: DType, native: Native) -> Option<(Storage, &'static str, [&'stati
         F16 => (Storage::Packed { lanes: 2 }, "f32", [include_str!("wgsl/float16_bits.wgsl"), NATIVE_STEPS]),
         F32 => (u32_word, "f32", [include_str!("wgsl/float32_bits.wgsl"), NATIVE_STEPS]),
         F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", [IDENTITY, NATIVE_STEPS]),
-        F64 => return None,
-    })
+        F64 => (Storage::Words64, "vec2<u32>", [IDENTITY, include_str!("wgsl/float64_words.wgsl")]),
+    }
 }
 
 /// Output elements each invocation computes.
 pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
     match kind(dtype, native) {
-        Some((Storage::Packed { lanes }, _, _)) => lanes,
+        (Storage::Packed { lanes }, _, _) => lanes,
         _ => 1,
     }
 }
@@ -145,8 +146,8 @@ pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
 /// The WGSL source of the kernel for `dtype` and `sem` with the `native` features: the prelude,
 /// the shared part, the storage parts, the arithmetic part and `op`, in that order (WGSL
 /// declarations may be used before they appear, so only `enable` has to come first).
-pub fn source(dtype: DType, sem: Semantics, native: Native) -> Option<String> {
-    let (storage, wide, arith) = kind(dtype, native)?;
+pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
+    let (storage, wide, arith) = kind(dtype, native);
     let (word, elem) = storage.types();
     let mut src = String::new();
     if word == "f16" {
@@ -165,7 +166,7 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> Option<String> {
     }
     src.push('\n');
     src.push_str(&op_function(sem.formula()));
-    Some(src)
+    src
 }
 
 /// [`Steps`] over WGSL: each step appends a `let` to the function body and names its value.
@@ -231,11 +232,8 @@ mod tests {
             for op in Op::ALL {
                 for half_precision in [false, true] {
                     let sem = Semantics { op, half_precision };
-                    assert_eq!(source(d, sem, none).is_none(), d == DType::F64);
                     for native in [none, all] {
-                        if let Some(src) = source(d, sem, native) {
-                            validate(&src, &format!("{d} {op:?} {native:?}"));
-                        }
+                        validate(&source(d, sem, native), &format!("{d} {op:?} {native:?}"));
                     }
                 }
             }
@@ -246,8 +244,7 @@ mod tests {
     /// `Params` in WGSL, read back by naga: each member's name, byte offset and size, as the
     /// device sees them under WGSL's uniform layout rules.
     fn wgsl_params() -> Vec<(String, u32, u32)> {
-        let src = source(DType::F32, Semantics { op: Op::Sub, half_precision: false }, Native::default())
-            .expect("the float32 kernel always exists");
+        let src = source(DType::F32, Semantics { op: Op::Sub, half_precision: false }, Native::default());
         let module = naga::front::wgsl::parse_str(&src).expect("valid WGSL");
         let mut layouter = naga::proc::Layouter::default();
         layouter.update(module.to_ctx()).expect("layout");
