@@ -51,6 +51,9 @@ CASES = {
     "f16_sqdiff": ("sqdiff", "float16", (n,), (n,)),
     "i32_sub": ("sub", "int32", (n,), (n,)),
     "f32_bcast_row": ("sub", "float32", (n >> 13, 8192), (8192,)),
+    "u8_bcast_row": ("sub", "uint8", (n >> 13, 8192), (8192,)),
+    # Rank 4 after merging: B steps through the first and third dimensions only.
+    "f32_bcast_4d": ("sub", "float32", (n >> 12, 8, 16, 32), (n >> 12, 1, 16, 1)),
     "tiny": ("sub", "float32", (1,), (1,)),
 }
 
@@ -118,7 +121,9 @@ def main():
             if np.dtype(dtype).kind == "f":
                 np.save(path, rng.standard_normal(shape).astype(dtype))
             else:
-                np.save(path, rng.integers(-1000, 1000, size=shape, dtype=dtype))
+                info = np.iinfo(dtype)
+                lo, hi = max(info.min, -1000), min(info.max, 1000)
+                np.save(path, rng.integers(lo, hi, size=shape, dtype=dtype))
         run = lambda exe, flags: lambda out: [exe, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none", *flags]
         cmds = {
             "tensorop": run(binary, []),
