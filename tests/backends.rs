@@ -249,6 +249,54 @@ fn float64_is_exact_on_wgpu_with_and_without_shader_f64() {
     assert_eq!(report["backend"]["features_emulated"], serde_json::json!(["SHADER_F64"]), "{report}");
 }
 
+/// Writes `a` as a column and `b` as a row of raw little-endian elements of `descr` (every pair
+/// meets once), then compares wgpu, native and emulated, with the CPU for both operators.
+fn all_pairs_match(dir: &common::Dir, descr: &str, size: usize, a: &[u64], b: &[u64]) {
+    let raw = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()[..size].to_vec()).collect::<Vec<u8>>();
+    let shape = |n: usize, col: bool| if col { format!("({n}, 1)") } else { format!("(1, {n})") };
+    for (name, v, col) in [("a.npy", a, true), ("b.npy", b, false)] {
+        let header = common::header_dict(descr, false, &shape(v.len(), col));
+        dir.write(name, &common::npy_raw((1, 0), &header, &raw(v)));
+    }
+    for op in Op::ALL {
+        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q"];
+        for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+            let what = format!("{descr} all pairs, {} ({mode})", op.name());
+            if let Err(e) = compare_case(dir.root(), &args, size, false, env, &what) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_emulation_is_exact_at_its_seams() {
+    if !common::gpu_available("integer_emulation_is_exact_at_its_seams") {
+        return;
+    }
+    let dir = common::Dir::new();
+    // 64-bit limbs: every combination of these low and high words, so that pairs have equal low
+    // words, low words one apart either way, 0 and 2^32 - 1 in either word, borrows and carries
+    // into and out of the high word, and squares whose cross terms carry.
+    let words = [0u64, 1, 2, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff];
+    let limbs: Vec<u64> = words.iter().flat_map(|&hi| words.iter().map(move |&lo| hi << 32 | lo)).collect();
+    for descr in ["<i8", "<u8"] {
+        all_pairs_match(&dir, descr, 8, &limbs, &limbs);
+    }
+    // 8-bit lanes: every pair, four to a word, so each wrap happens in every lane position
+    // next to lanes that must not change.
+    let bytes: Vec<u64> = (0..256).collect();
+    for descr in ["|i1", "|u1"] {
+        all_pairs_match(&dir, descr, 1, &bytes, &bytes);
+    }
+    // 16-bit lanes: the values around each byte and sign boundary, two to a word.
+    let halves: Vec<u64> =
+        [0u64, 1, 2, 0x7f, 0x80, 0xff, 0x100, 0x101, 0x7ffe, 0x7fff, 0x8000, 0x8001, 0xfffe, 0xffff].to_vec();
+    for descr in ["<i2", "<u2"] {
+        all_pairs_match(&dir, descr, 2, &halves, &halves);
+    }
+}
+
 #[test]
 fn wgpu_streams_many_chunks_in_order() {
     if !common::gpu_available("wgpu_streams_many_chunks_in_order") {

@@ -166,7 +166,12 @@ fn specials(kind: char, size: usize) -> Vec<u64> {
             let bits = size as u32 * 8;
             let mask = u64::MAX >> (64 - bits);
             let min = 1u64 << (bits - 1);
-            vec![0, 1, 2, mask, mask - 1, min, min - 1, min + 1, 1 << (bits / 2)]
+            let mut v = vec![0, 1, 2, mask, mask - 1, min, min - 1, min + 1, 1 << (bits / 2)];
+            if bits == 64 {
+                // The seams of the emulated 64-bit arithmetic's two u32 limbs.
+                v.extend([0xffff_ffff, 0x1_0000_0001, 0xffff_ffff_0000_0000, 0x1_ffff_ffff, 0x8000_0000_ffff_ffff]);
+            }
+            v
         }
     }
 }
