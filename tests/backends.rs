@@ -153,6 +153,19 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
     assert!(failures.is_empty(), "{} of {compared} comparisons failed:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Every operator on `a.npy` and `b.npy` in `dir`: wgpu, native and emulated, against the CPU.
+fn every_op_matches(dir: &common::Dir, size: usize, float: bool, what: &str) {
+    for op in Op::ALL {
+        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q"];
+        for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+            let what = format!("{what}, {} ({mode})", op.name());
+            if let Err(e) = compare_case(dir.root(), &args, size, float, env, &what) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
 /// Float64 bit patterns where IEEE arithmetic has its seams: zeros, the subnormal range and its
 /// edge, 1 and its neighbours, the largest finite value, values whose squares overflow, round to
 /// the largest finite value, underflow or land on the smallest subnormal, infinities and NaNs
@@ -191,21 +204,12 @@ fn float64_edges() -> Vec<u64> {
     positive.iter().flat_map(|&b| [b, b | 1 << 63]).collect()
 }
 
-/// Runs `op` on float64 inputs on the CPU and on wgpu, native and emulated, and compares the
-/// outputs bit for bit (NaNs by position).
+/// Writes float64 inputs, then [`every_op_matches`].
 fn float64_matches(dir: &common::Dir, a: (&[usize], &[u64]), b: (&[usize], &[u64]), what: &str) {
     let f = |v: &[u64]| v.iter().map(|&x| f64::from_bits(x)).collect::<Vec<_>>();
     dir.write("a.npy", &common::npy(a.0, &f(a.1)));
     dir.write("b.npy", &common::npy(b.0, &f(b.1)));
-    for op in Op::ALL {
-        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q"];
-        for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
-            let what = format!("float64 {what}, {} ({mode})", op.name());
-            if let Err(e) = compare_case(dir.root(), &args, 8, true, env, &what) {
-                panic!("{e}");
-            }
-        }
-    }
+    every_op_matches(dir, 8, true, &format!("float64 {what}"));
 }
 
 #[test]
@@ -250,7 +254,7 @@ fn float64_is_exact_on_wgpu_with_and_without_shader_f64() {
 }
 
 /// Writes `a` as a column and `b` as a row of raw little-endian elements of `descr` (every pair
-/// meets once), then compares wgpu, native and emulated, with the CPU for both operators.
+/// meets once), then [`every_op_matches`].
 fn all_pairs_match(dir: &common::Dir, descr: &str, size: usize, a: &[u64], b: &[u64]) {
     let raw = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()[..size].to_vec()).collect::<Vec<u8>>();
     let shape = |n: usize, col: bool| if col { format!("({n}, 1)") } else { format!("(1, {n})") };
@@ -258,15 +262,7 @@ fn all_pairs_match(dir: &common::Dir, descr: &str, size: usize, a: &[u64], b: &[
         let header = common::header_dict(descr, false, &shape(v.len(), col));
         dir.write(name, &common::npy_raw((1, 0), &header, &raw(v)));
     }
-    for op in Op::ALL {
-        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q"];
-        for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
-            let what = format!("{descr} all pairs, {} ({mode})", op.name());
-            if let Err(e) = compare_case(dir.root(), &args, size, false, env, &what) {
-                panic!("{e}");
-            }
-        }
-    }
+    every_op_matches(dir, size, false, &format!("{descr} all pairs"));
 }
 
 #[test]
