@@ -138,7 +138,8 @@ def main():
             use[1:1] = ["+stats"] + (["cmp+stats"] if compare else [])
         if cc and name == "f32_sub":
             cmds["floor"] = lambda out: [floor, "copy", a, b, out]
-            use.append("floor")
+            cmds["floor-mt"] = lambda out: [floor, "copy-mt", a, b, out]
+            use += ["floor", "floor-mt"]
         times = {t: [] for t in use}
         rss = {t: 0 for t in use}
         for r in range(runs):
@@ -156,6 +157,10 @@ def main():
             med = statistics.median(times[t])
             mem = f"{rss[t] / 1024:.0f} MiB" if rss[t] else "-"
             print(f"{name:<15} {t:<9} {med:>9.3f} {med / base:>8.2f}x {mem:>10}")
+        for fl in ("floor", "floor-mt"):
+            if fl in times:
+                ratio = statistics.median(times["tensorop"]) / statistics.median(times[fl])
+                print(f"{name:<15} tensorop / {fl}: {ratio:.2f}x")
         if variant:
             for plain, more in (("tensorop", "+stats"), ("compare", "cmp+stats")):
                 if more in times:
