@@ -4,7 +4,7 @@
 //! from the trace and the outcome at the end, whatever happened, and the outcome maps to an exit
 //! status.
 
-use crate::backend::{self, wgpu::DeviceReport, BackendKind, Job, Stats};
+use crate::backend::{self, wgpu::DeviceReport, BackendKind, Job, Positional, Stats};
 use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
@@ -159,7 +159,29 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     };
     let iter = plan.iteration(inputs);
     let feeds = Plan::feeds(&iter, inputs, gpu.as_ref().map_or(RESIDENT_BYTES, |g| g.resident_limit()));
-    let job = Job { sem: cfg.sem, dtype: plan.dtype, iter, inputs, feeds, threads: cfg.threads, stats: cfg.stats };
+    // A file output on the CPU backend is written in place by the workers, each chunk at its
+    // offset, into space reserved now; other targets (and the GPU's chunks) go in order.
+    let in_place = match (&gpu, sink.positional()) {
+        (None, Some(file)) => {
+            let file = file.try_clone().with_context(write_ctx)?;
+            crate::sys::preallocate(&file, plan.output_bytes())
+                .with_context(|| format!("output {out_label}: cannot reserve {} bytes", plan.output_bytes()))?;
+            Some(file)
+        }
+        _ => None,
+    };
+    let positional =
+        in_place.as_ref().map(|file| Positional { file, offset: plan.header.len() as u64, label: &out_label });
+    let job = Job {
+        sem: cfg.sem,
+        dtype: plan.dtype,
+        iter,
+        inputs,
+        feeds,
+        threads: cfg.threads,
+        stats: cfg.stats,
+        positional,
+    };
 
     let t = Instant::now();
     sink.write(&plan.header).with_context(write_ctx)?;
@@ -168,8 +190,11 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     let mut data_written = 0u64;
     // Only write failures are the output's; a backend's errors (an input that shrank, a GPU
     // that failed) name their own cause.
+    let ordered = in_place.is_none();
     let mut write = |bytes: &[u8]| -> Result<()> {
-        sink.write(bytes).with_context(write_ctx)?;
+        if ordered {
+            sink.write(bytes).with_context(write_ctx)?;
+        }
         data_written += bytes.len() as u64;
         progress.set(data_written);
         Ok(())

@@ -27,6 +27,27 @@ pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     file.write_all_at(buf, offset)
 }
 
+/// Reserves `len` bytes for `file` (Linux `fallocate`), so that a full disk is an error now
+/// rather than midway. Filesystems without it (and other systems) skip the reservation.
+pub fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let len = libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a plain system call on a descriptor this process owns.
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EINVAL) => Ok(()),
+                _ => Err(e),
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, len);
+    Ok(())
+}
+
 /// Bytes an unprivileged writer may still allocate on the filesystem holding `dir` (`df`'s
 /// "Avail"), or None when unknown (a missing directory, or a pseudo filesystem without sizes).
 pub fn available_bytes(dir: &Path) -> Option<u64> {

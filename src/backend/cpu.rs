@@ -99,6 +99,8 @@ struct Worker<'a, T> {
     iter: &'a Iteration,
     readers: [Reader<'a, T>; 2],
     compute_time: Duration,
+    /// Positional output: time in this worker's writes.
+    write_time: Duration,
     /// With `--stats`: this worker's summary of the chunks it computed.
     summary: Option<Accumulator>,
 }
@@ -257,8 +259,20 @@ impl<'a, T: Arith> Worker<'a, T> {
                 read_time: Duration::ZERO,
             }),
             compute_time: Duration::ZERO,
+            write_time: Duration::ZERO,
             summary: job.stats.then(|| Accumulator::new(job.dtype)),
         }
+    }
+
+    /// With a positional output, writes the finished little-endian chunk at `start` into
+    /// the file itself; the ordered writer then only counts it.
+    fn put(&mut self, job: &Job, start: u64, chunk: &[T]) -> Result<()> {
+        if let Some(out) = &job.positional {
+            let t = Instant::now();
+            out.write(start, std::mem::size_of::<T>(), bytemuck::cast_slice(chunk))?;
+            self.write_time += t.elapsed();
+        }
+        Ok(())
     }
 
     /// [`fill`](Self::fill), then the chunk added to the summary (`--stats`), as compute time.
@@ -295,6 +309,7 @@ fn run_single<T: Arith>(
         let (start, len) = chunks.range(c);
         w.produce(start, &mut buf[..len])?;
         to_little_endian(&mut buf[..len]);
+        w.put(job, start, &buf[..len])?;
         timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
     }
     stats.absorb(&w);
@@ -313,7 +328,8 @@ struct Queue<T> {
 /// A computed chunk (its index and little-endian elements), or the error that stopped a worker.
 type Done<T> = Result<(u64, Vec<T>)>;
 
-/// `threads` workers compute chunks while this thread writes them in order.
+/// `threads` workers compute chunks (and write them in place, with a positional output) while
+/// this thread hands them to `write` in order.
 ///
 /// Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
 /// flight and the chunk the writer waits for always holds a buffer: no deadlock. When the
@@ -345,7 +361,7 @@ fn run_parallel<T: Arith>(
             let done_tx = done_tx.clone();
             let queue = &queue;
             let mut w = Worker::new(job, resident, chunks.len);
-            s.spawn(move || work(&mut w, chunks, queue, &done_tx));
+            s.spawn(move || work(job, &mut w, chunks, queue, &done_tx));
         }
         drop(done_tx);
 
@@ -360,6 +376,7 @@ fn run_parallel<T: Arith>(
     if let Ok(ws) = queue.worker_stats.into_inner() {
         stats.read += ws.read;
         stats.compute += ws.compute;
+        stats.write += ws.write;
         stats.summary = ws.summary;
     }
     Ok(())
@@ -368,7 +385,7 @@ fn run_parallel<T: Arith>(
 /// A worker thread's loop: a free buffer, then the next chunk, computed and sent to the
 /// writer, until the chunks run out, the writer aborts or hangs up, or a chunk fails (its
 /// error is sent). Its timings are then added to the shared stats.
-fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
+fn work<T: Arith>(job: &Job, w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
     loop {
         let buf = match queue.free_rx.lock().map(|rx| rx.recv()) {
             Ok(Ok(buf)) => buf,
@@ -381,9 +398,10 @@ fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_
         let (start, len) = chunks.range(c);
         let mut buf = buf;
         buf.resize(len, T::zeroed());
-        let res = w.produce(start, &mut buf).map(|()| {
+        let res = w.produce(start, &mut buf).and_then(|()| {
             to_little_endian(&mut buf);
-            (c, buf)
+            w.put(job, start, &buf)?;
+            Ok((c, buf))
         });
         let failed = res.is_err();
         if done_tx.send(res).is_err() || failed {
@@ -424,6 +442,7 @@ impl Stats {
     fn absorb<T>(&mut self, w: &Worker<'_, T>) {
         self.read += w.readers[0].read_time + w.readers[1].read_time;
         self.compute += w.compute_time;
+        self.write += w.write_time;
         if let Some(s) = &w.summary {
             match &mut self.summary {
                 Some(acc) => acc.merge(s),

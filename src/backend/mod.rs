@@ -40,6 +40,29 @@ pub struct Job<'a> {
     pub threads: usize,
     /// Summarise the result as it streams (`--stats`).
     pub stats: bool,
+    /// A file output the CPU workers write into at each chunk's offset; `None`: every byte
+    /// goes through the ordered writer callback.
+    pub positional: Option<Positional<'a>>,
+}
+
+/// An output file written in place by the workers (`pwrite` at the chunk's offset), the
+/// ordered writer callback then only counting the bytes (progress, totals).
+#[derive(Clone, Copy)]
+pub struct Positional<'a> {
+    pub file: &'a std::fs::File,
+    /// Where element 0 goes: the header's length.
+    pub offset: u64,
+    /// The output's label, for errors.
+    pub label: &'a str,
+}
+
+impl Positional<'_> {
+    /// Writes the little-endian elements of the chunk starting at element `start`.
+    pub fn write(&self, start: u64, element_size: usize, bytes: &[u8]) -> anyhow::Result<()> {
+        use anyhow::Context;
+        crate::sys::write_all_at(self.file, bytes, self.offset + start * element_size as u64)
+            .with_context(|| format!("output {}: cannot write", self.label))
+    }
 }
 
 /// Where a backend's time went. Durations are summed over worker threads, so with several

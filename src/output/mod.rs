@@ -159,6 +159,15 @@ impl Sink {
         }
     }
 
+    /// The file behind a [`Sink::Replace`], which may be written at any offset (workers write
+    /// their chunks in place); `None` for targets written in order.
+    pub fn positional(&self) -> Option<&File> {
+        match self {
+            Sink::Replace { tmp, .. } => Some(tmp.as_file()),
+            Sink::Direct { .. } => None,
+        }
+    }
+
     /// Appends `bytes`. A closed standard output becomes [`BrokenPipe`].
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
         match self {
