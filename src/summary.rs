@@ -401,7 +401,7 @@ fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
 /// Each window's float64 total then goes into the exact buckets, so the result is the same
 /// integer sum as the general path's, whatever the windows were.
 mod windowed {
-    use super::{add_packed_block, binade, Accumulator, FloatBits};
+    use super::{add_packed_block, binade, Accumulator};
 
     /// Values per block.
     pub(super) const BLOCK: usize = 1 << 13;
@@ -536,11 +536,9 @@ mod windowed {
     /// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
     #[inline(always)]
     fn add_exact(acc: &mut Accumulator, x: f64) {
-        let b = x.to_bits();
-        let e = (b >> f64::MANT) & 0x7ff;
-        let m = (b & ((1 << f64::MANT) - 1) | u64::from(e != 0) << f64::MANT) as i64;
-        let m = if x.is_sign_negative() { -m } else { m };
-        acc.buckets[super::bucket::<f64>(e as usize)] += i128::from(m);
+        if let Some((e, m)) = super::split::<f64>(acc, x.to_bits()) {
+            acc.buckets[super::bucket::<f64>(e)] += i128::from(m);
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! output order are loaded whole (large Fortran-order inputs arrive here already copied in C
 //! order, see [`crate::npy::fortran`]).
 
-use crate::backend::{Job, Stats};
+use crate::backend::{Job, Positional, Stats};
 use crate::dtype::to_little_endian;
 use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
@@ -99,6 +99,8 @@ struct Worker<'a, T> {
     iter: &'a Iteration,
     readers: [Reader<'a, T>; 2],
     compute_time: Duration,
+    /// The file output written in place, if any ([`Job::positional`]).
+    positional: Option<Positional<'a>>,
     /// Positional output: time in this worker's writes.
     write_time: Duration,
     /// With `--stats`: this worker's summary of the chunks it computed.
@@ -259,6 +261,7 @@ impl<'a, T: Arith> Worker<'a, T> {
                 read_time: Duration::ZERO,
             }),
             compute_time: Duration::ZERO,
+            positional: job.positional,
             write_time: Duration::ZERO,
             summary: job.stats.then(|| Accumulator::new(job.dtype)),
         }
@@ -266,8 +269,8 @@ impl<'a, T: Arith> Worker<'a, T> {
 
     /// With a positional output, writes the finished little-endian chunk at `start` into
     /// the file itself; the ordered writer then only counts it.
-    fn put(&mut self, job: &Job, start: u64, chunk: &[T]) -> Result<()> {
-        if let Some(out) = &job.positional {
+    fn put(&mut self, start: u64, chunk: &[T]) -> Result<()> {
+        if let Some(out) = &self.positional {
             let t = Instant::now();
             out.write(start, std::mem::size_of::<T>(), bytemuck::cast_slice(chunk))?;
             self.write_time += t.elapsed();
@@ -309,7 +312,7 @@ fn run_single<T: Arith>(
         let (start, len) = chunks.range(c);
         w.produce(start, &mut buf[..len])?;
         to_little_endian(&mut buf[..len]);
-        w.put(job, start, &buf[..len])?;
+        w.put(start, &buf[..len])?;
         timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
     }
     stats.absorb(&w);
@@ -361,7 +364,7 @@ fn run_parallel<T: Arith>(
             let done_tx = done_tx.clone();
             let queue = &queue;
             let mut w = Worker::new(job, resident, chunks.len);
-            s.spawn(move || work(job, &mut w, chunks, queue, &done_tx));
+            s.spawn(move || work(&mut w, chunks, queue, &done_tx));
         }
         drop(done_tx);
 
@@ -385,7 +388,7 @@ fn run_parallel<T: Arith>(
 /// A worker thread's loop: a free buffer, then the next chunk, computed and sent to the
 /// writer, until the chunks run out, the writer aborts or hangs up, or a chunk fails (its
 /// error is sent). Its timings are then added to the shared stats.
-fn work<T: Arith>(job: &Job, w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
+fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
     loop {
         let buf = match queue.free_rx.lock().map(|rx| rx.recv()) {
             Ok(Ok(buf)) => buf,
@@ -400,7 +403,7 @@ fn work<T: Arith>(job: &Job, w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queu
         buf.resize(len, T::zeroed());
         let res = w.produce(start, &mut buf).and_then(|()| {
             to_little_endian(&mut buf);
-            w.put(job, start, &buf)?;
+            w.put(start, &buf)?;
             Ok((c, buf))
         });
         let failed = res.is_err();

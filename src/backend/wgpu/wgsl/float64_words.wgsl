@@ -2,7 +2,7 @@
 // devices without SHADER_F64. Integer operations only, so the device's float modes play no part:
 // round to nearest even, subnormals kept (never flushed), signed zeros, infinities, overflow to
 // infinity; a NaN operand comes back quieted (the first NaN operand, as x86 does), an invalid
-// operation gives the default NaN. Uses `add64` and `mul32` from the shared part.
+// operation gives the default NaN. Uses `add64`, `sub64` and `mul32` from the shared part.
 // docs/backends.md, "Emulated float64", describes the representation and the cost.
 
 const SIGN: u32 = 0x80000000u;
@@ -25,11 +25,6 @@ fn is_zero64(x: vec2<u32>) -> bool {
 // a < b as unsigned 64-bit integers.
 fn lt64(a: vec2<u32>, b: vec2<u32>) -> bool {
     return a.y < b.y || (a.y == b.y && a.x < b.x);
-}
-
-// a - b for a >= b.
-fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return vec2<u32>(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
 }
 
 // x << n, for n < 64.
@@ -113,14 +108,15 @@ fn round_pack(sign: u32, e: i32, m: vec2<u32>) -> vec2<u32> {
 
 // a + (b with its sign flipped by `flip`): `flip` is SIGN for a - b, 0 for a + b.
 fn add_f64(a: vec2<u32>, b_in: vec2<u32>, flip: u32) -> vec2<u32> {
-    if ((a.y & EXP_MASK) == EXP_MASK || (b_in.y & EXP_MASK) == EXP_MASK) {
+    let b = vec2<u32>(b_in.x, b_in.y ^ flip);
+    if ((a.y & EXP_MASK) == EXP_MASK || (b.y & EXP_MASK) == EXP_MASK) {
         if (is_nan64(a)) {
             return quiet(a);
         }
         if (is_nan64(b_in)) {
+            // The NaN operand as given, sign included.
             return quiet(b_in);
         }
-        let b = vec2<u32>(b_in.x, b_in.y ^ flip);
         if ((a.y & EXP_MASK) == EXP_MASK) {
             if ((b.y & EXP_MASK) == EXP_MASK && ((a.y ^ b.y) & SIGN) != 0u) {
                 return default_nan();
@@ -129,7 +125,6 @@ fn add_f64(a: vec2<u32>, b_in: vec2<u32>, flip: u32) -> vec2<u32> {
         }
         return b;
     }
-    let b = vec2<u32>(b_in.x, b_in.y ^ flip);
     // x: the operand of larger magnitude.
     var x = a;
     var y = b;

@@ -1,11 +1,10 @@
 // Arithmetic: 64-bit integers as `vec2<u32>` (low word, high word), wrapping, for devices
-// without SHADER_INT64. Uses `mul32` (the full product of two u32) from the shared part.
+// without SHADER_INT64. Uses `sub64` and `mul32` (the full product of two u32) from the shared
+// part.
 
-// a - b modulo 2^64: the low words' borrow goes into the high word.
+// a - b modulo 2^64.
 fn step_sub(a: Wide, b: Wide) -> Wide {
-    let lo = a.x - b.x;
-    let borrow = select(0u, 1u, a.x < b.x);
-    return vec2<u32>(lo, a.y - b.y - borrow);
+    return sub64(a, b);
 }
 
 // a * b modulo 2^64: the full product of the low words plus the low words of the cross terms.

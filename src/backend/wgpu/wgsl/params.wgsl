@@ -117,6 +117,11 @@ fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
 
+// a - b modulo 2^64: the low words' borrow goes into the high word.
+fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return vec2<u32>(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
+}
+
 // Position in input i's uploaded window of its 64-bit offset x: the last interval starting at
 // or before x.
 fn window(i: u32, x: vec2<u32>) -> u32 {
