@@ -389,17 +389,19 @@ fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
 
 /// float32 without a scatter per sum: windows of binades summed exactly in float64.
 ///
-/// A block of [`BLOCK`] values is read in a few passes that the compiler vectorises:
-/// 1. classes and extremes: zeros, the largest magnitude, and the extremes as order keys; a
-///    block holding NaN or an infinity goes to the general path ([`add_packed_block`]);
-/// 2. windows: the values whose binades lie within [`WINDOW`] of the largest not yet summed are
-///    added in float64, which is exact for them (every one is a multiple of the window's lowest
-///    unit, and their sum stays below 2^53 of those units); the next window starts below, until
-///    only zeros are left. Typical data need two or three windows;
-/// 3. the histogram, counted in four interleaved copies.
+/// A block of [`BLOCK`] values is read in two passes:
+/// 1. the census: the histogram by biased exponent and the extremes as order keys. A block
+///    holding NaN or an infinity then goes to the general path ([`add_packed_block`]);
+/// 2. the sums, two windows at a time: a window is [`WINDOW`] binades below the largest binade
+///    not yet summed (the histogram says which binades hold values). Its values are summed in
+///    float64 lanes, which is exact for them: every one is a multiple of the window's lowest
+///    unit, and their sum stays below 2^53 of those units. Typical data (a block within 34
+///    binades) need one such pass.
 ///
-/// Each window's float64 total then goes into the exact buckets, so the result is the same
-/// integer sum as the general path's, whatever the windows were.
+/// With AVX2 both passes are written with intrinsics, and the census's scalar histogram
+/// increments run beside its vector work. Each window's float64 total goes into the exact
+/// buckets, so the result is the same integer sum as the general path's, whatever the windows
+/// were.
 mod windowed {
     use super::{add_packed_block, binade, Accumulator};
 
@@ -420,6 +422,18 @@ mod windowed {
     /// Magnitudes from this up are infinities and NaN.
     const SPECIAL: u32 = 0x7f80_0000;
 
+    /// The histogram's copies: counts per biased float32 exponent.
+    type Counts = [[u32; 256]; COPIES];
+
+    /// The two passes over a block, for one kind of CPU.
+    trait Passes {
+        /// Adds the block to the histogram; returns the smallest and largest order keys (the
+        /// magnitude bits, inverted for negative values).
+        fn census(&self, block: &[f32], counts: &mut Counts) -> (i32, i32);
+        /// The sums of the values with magnitude bits in `[b[1], b[0])` and in `[b[2], b[1])`.
+        fn sums(&self, block: &[f32], b: [u32; 3]) -> (f64, f64);
+    }
+
     pub(super) fn add(acc: &mut Accumulator, values: &[f32]) {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") {
@@ -431,86 +445,64 @@ mod windowed {
 
     /// [`add_block`] for any CPU.
     pub(super) fn add_portable(acc: &mut Accumulator, values: &[f32]) {
-        values.chunks(BLOCK).for_each(|block| add_block(acc, block));
+        values.chunks(BLOCK).for_each(|block| add_block(acc, block, &Portable));
     }
 
-    /// [`add_block`] compiled for AVX2.
+    /// [`add_block`] with the AVX2 passes.
     ///
     /// # Safety
     /// The CPU must have AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn add_avx2(acc: &mut Accumulator, values: &[f32]) {
-        values.chunks(BLOCK).for_each(|block| add_block(acc, block));
+        // SAFETY: the caller checked.
+        let passes = unsafe { x86::Avx2::new() };
+        values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes));
     }
 
-    /// Per-block classes and extremes (pass 1).
-    struct Scan {
-        max_abs: u32,
-        zero: u32,
-        negative_zero: u32,
-        /// The extremes as order keys: the magnitude bits, inverted for negative values.
-        min_key: i32,
-        max_key: i32,
-    }
+    /// The passes in plain Rust, which the compiler vectorises where it can.
+    struct Portable;
 
-    #[inline(always)]
-    fn scan(block: &[f32]) -> Scan {
-        let mut s = Scan { max_abs: 0, zero: 0, negative_zero: 0, min_key: i32::MAX, max_key: i32::MIN };
-        for &x in block {
-            let b = x.to_bits();
-            let a = b & ABS;
-            s.max_abs = s.max_abs.max(a);
-            s.zero += u32::from(a == 0);
-            s.negative_zero += u32::from(b == !ABS);
-            let key = (a as i32) ^ ((b as i32) >> 31);
-            s.min_key = s.min_key.min(key);
-            s.max_key = s.max_key.max(key);
-        }
-        s
-    }
-
-    /// The exact sum of the values with magnitudes in `[low, high)`, and the largest magnitude
-    /// below `low` (0 when none). Compared as float64, the lanes of the sum.
-    #[inline(always)]
-    fn window(block: &[f32], low: f64, high: f64) -> (f64, f64) {
-        // Independent lanes of sums and maxima: four vectors of each, so that no addition waits
-        // for the one before.
-        let mut sums = [0f64; LANES];
-        let mut rest = [0f64; LANES];
-        let one = |sum: &mut f64, rest: &mut f64, x: f32| {
-            let v = f64::from(x);
-            let a = v.abs();
-            *sum += if a >= low && a < high { v } else { 0.0 };
-            let below = if a < low { a } else { 0.0 };
-            *rest = if below > *rest { below } else { *rest };
-        };
-        let mut lanes = block.chunks_exact(LANES);
-        for group in &mut lanes {
-            for ((sum, rest), &x) in sums.iter_mut().zip(&mut rest).zip(group) {
-                one(sum, rest, x);
+    impl Passes for Portable {
+        fn census(&self, block: &[f32], counts: &mut Counts) -> (i32, i32) {
+            let (mut min_key, mut max_key) = (i32::MAX, i32::MIN);
+            for &x in block {
+                let key = order_key(x.to_bits());
+                min_key = min_key.min(key);
+                max_key = max_key.max(key);
             }
+            histogram(block, counts);
+            (min_key, max_key)
         }
-        lanes.remainder().iter().for_each(|&x| one(&mut sums[0], &mut rest[0], x));
-        (sums.iter().sum(), rest.into_iter().fold(0.0, f64::max))
+
+        fn sums(&self, block: &[f32], b: [u32; 3]) -> (f64, f64) {
+            let mut high = [0f64; LANES];
+            let mut low = [0f64; LANES];
+            let one = |high: &mut f64, low: &mut f64, x: f32| {
+                let a = x.to_bits() & ABS;
+                *high += if a < b[0] && a >= b[1] { f64::from(x) } else { 0.0 };
+                *low += if a < b[1] && a >= b[2] { f64::from(x) } else { 0.0 };
+            };
+            let mut lanes = block.chunks_exact(LANES);
+            for group in &mut lanes {
+                for ((high, low), &x) in high.iter_mut().zip(&mut low).zip(group) {
+                    one(high, low, x);
+                }
+            }
+            lanes.remainder().iter().for_each(|&x| one(&mut high[0], &mut low[0], x));
+            (high.iter().sum(), low.iter().sum())
+        }
     }
 
+    /// A float32's bits as an integer in the order of the values (-0.0 just below +0.0).
     #[inline(always)]
-    fn add_block(acc: &mut Accumulator, block: &[f32]) {
-        let s = scan(block);
-        if s.max_abs >= SPECIAL {
-            return add_packed_block(acc, block);
-        }
-        let (mut high, mut top) = (f64::INFINITY, s.max_abs);
-        while top != 0 {
-            let lo = (top >> 23).saturating_sub(WINDOW - 1);
-            // Subnormals share exponent 1's unit: a window that reaches it takes them too.
-            let low = if lo <= 1 { 0.0 } else { f64::from(f32::from_bits(lo << 23)) };
-            let (sum, rest) = window(block, low, high);
-            add_exact(acc, sum);
-            (high, top) = (low, (rest as f32).to_bits());
-        }
-        let mut counts = [[0u32; 256]; COPIES];
+    fn order_key(b: u32) -> i32 {
+        ((b & ABS) as i32) ^ ((b as i32) >> 31)
+    }
+
+    /// The histogram by biased exponent, in [`COPIES`] interleaved copies.
+    #[inline(always)]
+    fn histogram(block: &[f32], counts: &mut Counts) {
         let mut groups = block.chunks_exact(COPIES);
         for group in &mut groups {
             for (c, x) in counts.iter_mut().zip(group) {
@@ -518,19 +510,174 @@ mod windowed {
             }
         }
         groups.remainder().iter().for_each(|x| counts[0][(x.to_bits() >> 23 & 0xff) as usize] += 1);
-        for e in 0..255 {
-            let n = counts.iter().map(|c| u64::from(c[e])).sum::<u64>();
-            if e == 0 {
-                acc.subnormal += n - u64::from(s.zero);
-            } else if n > 0 {
+    }
+
+    /// The magnitude bits where the window whose lowest biased exponent is `lo` starts:
+    /// subnormals share exponent 1's unit, so a window that reaches it takes them too.
+    fn start(lo: u32) -> u32 {
+        if lo <= 1 {
+            0
+        } else {
+            lo << 23
+        }
+    }
+
+    #[inline(always)]
+    fn add_block(acc: &mut Accumulator, block: &[f32], passes: &impl Passes) {
+        let mut counts = [[0u32; 256]; COPIES];
+        let (min_key, max_key) = passes.census(block, &mut counts);
+        let mut bins = [0u64; 256];
+        for c in &counts {
+            bins.iter_mut().zip(c).for_each(|(n, &c)| *n += u64::from(c));
+        }
+        if bins[255] > 0 {
+            return add_packed_block(acc, block);
+        }
+        let (zero, negative_zero) = match bins[0] {
+            0 => (0, 0),
+            _ => (
+                block.iter().filter(|x| x.to_bits() & ABS == 0).count() as u64,
+                block.iter().filter(|x| x.to_bits() == !ABS).count() as u64,
+            ),
+        };
+        // Subnormals count as exponent 1, whose unit they share.
+        bins[1] += bins[0] - zero;
+        let below = |e: u32| (1..e).rev().find(|&e| bins[e as usize] > 0);
+        let mut bounds = [SPECIAL, 0, 0];
+        let mut next = below(255);
+        while let Some(top) = next {
+            let lo = top.saturating_sub(WINDOW - 1);
+            bounds[1] = start(lo);
+            next = below(lo);
+            bounds[2] = match next {
+                Some(top) => start(top.saturating_sub(WINDOW - 1)),
+                None => bounds[1],
+            };
+            let (high, low) = passes.sums(block, bounds);
+            add_exact(acc, high);
+            add_exact(acc, low);
+            next = next.and_then(|top| below(top.saturating_sub(WINDOW - 1)));
+            bounds[0] = bounds[2];
+        }
+        bins[1] -= bins[0] - zero;
+        acc.subnormal += bins[0] - zero;
+        for (e, &n) in bins.iter().enumerate().take(255).skip(1) {
+            if n > 0 {
                 acc.binades[binade::<f32>(e)] += n;
             }
         }
-        acc.zero += u64::from(s.zero);
-        acc.negative_zero += u64::from(s.negative_zero);
+        acc.zero += zero;
+        acc.negative_zero += negative_zero;
         let value = |key: i32| f64::from(f32::from_bits(if key < 0 { !key as u32 | !ABS } else { key as u32 }));
-        acc.fmin = acc.fmin.min(value(s.min_key));
-        acc.fmax = acc.fmax.max(value(s.max_key));
+        acc.fmin = acc.fmin.min(value(min_key));
+        acc.fmax = acc.fmax.max(value(max_key));
+    }
+
+    /// The passes with AVX2 intrinsics.
+    #[cfg(target_arch = "x86_64")]
+    mod x86 {
+        use super::{histogram, order_key, Counts, Passes, ABS, COPIES};
+        use std::arch::x86_64::*;
+
+        /// Proof that the CPU has AVX2.
+        pub(super) struct Avx2(());
+
+        impl Avx2 {
+            /// # Safety
+            /// The CPU must have AVX2.
+            pub(super) unsafe fn new() -> Avx2 {
+                Avx2(())
+            }
+        }
+
+        impl Passes for Avx2 {
+            fn census(&self, block: &[f32], counts: &mut Counts) -> (i32, i32) {
+                // SAFETY: `Avx2` exists only where the CPU has AVX2.
+                unsafe { census(block, counts) }
+            }
+
+            fn sums(&self, block: &[f32], b: [u32; 3]) -> (f64, f64) {
+                // SAFETY: as above.
+                unsafe { sums(block, b) }
+            }
+        }
+
+        /// The lanes of a vector of i32.
+        #[target_feature(enable = "avx2")]
+        unsafe fn lanes(v: __m256i) -> [i32; 8] {
+            let mut out = [0i32; 8];
+            _mm256_storeu_si256(out.as_mut_ptr().cast(), v);
+            out
+        }
+
+        /// [`Passes::census`]: the keys in vectors, the histogram's increments in scalar code
+        /// beside them.
+        #[target_feature(enable = "avx2")]
+        unsafe fn census(block: &[f32], counts: &mut Counts) -> (i32, i32) {
+            let magnitude = _mm256_set1_epi32(ABS as i32);
+            let mut min_key = _mm256_set1_epi32(i32::MAX);
+            let mut max_key = _mm256_set1_epi32(i32::MIN);
+            let mut groups = block.chunks_exact(COPIES);
+            for group in &mut groups {
+                let x = _mm256_loadu_si256(group.as_ptr().cast());
+                let a = _mm256_and_si256(x, magnitude);
+                let key = _mm256_xor_si256(a, _mm256_srai_epi32(x, 31));
+                min_key = _mm256_min_epi32(min_key, key);
+                max_key = _mm256_max_epi32(max_key, key);
+                for (c, x) in counts.iter_mut().zip(group) {
+                    c[(x.to_bits() >> 23 & 0xff) as usize] += 1;
+                }
+            }
+            let rest = groups.remainder();
+            histogram(rest, counts);
+            let keys = rest.iter().map(|x| order_key(x.to_bits()));
+            (
+                keys.clone().chain(lanes(min_key)).min().unwrap_or(i32::MAX),
+                keys.chain(lanes(max_key)).max().unwrap_or(i32::MIN),
+            )
+        }
+
+        /// [`Passes::sums`] in vectors. Magnitudes are below 2^31, so the signed comparisons
+        /// with `b - 1` (at least -1) are `>= b`.
+        #[target_feature(enable = "avx2")]
+        unsafe fn sums(block: &[f32], b: [u32; 3]) -> (f64, f64) {
+            let magnitude = _mm256_set1_epi32(ABS as i32);
+            let b0 = _mm256_set1_epi32(b[0] as i32);
+            let above1 = _mm256_set1_epi32(b[1] as i32 - 1);
+            let above2 = _mm256_set1_epi32(b[2] as i32 - 1);
+            let mut high = [_mm256_setzero_pd(); 4];
+            let mut low = [_mm256_setzero_pd(); 4];
+            let mut groups = block.chunks_exact(16);
+            for group in &mut groups {
+                for half in 0..2 {
+                    let x = _mm256_loadu_si256(group[8 * half..].as_ptr().cast());
+                    let a = _mm256_and_si256(x, magnitude);
+                    let from1 = _mm256_cmpgt_epi32(a, above1);
+                    let in1 = _mm256_and_si256(from1, _mm256_cmpgt_epi32(b0, a));
+                    let in2 = _mm256_andnot_si256(from1, _mm256_cmpgt_epi32(a, above2));
+                    let x1 = _mm256_castsi256_ps(_mm256_and_si256(x, in1));
+                    let x2 = _mm256_castsi256_ps(_mm256_and_si256(x, in2));
+                    let (h, l) = (&mut high[2 * half..], &mut low[2 * half..]);
+                    h[0] = _mm256_add_pd(h[0], _mm256_cvtps_pd(_mm256_castps256_ps128(x1)));
+                    h[1] = _mm256_add_pd(h[1], _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1)));
+                    l[0] = _mm256_add_pd(l[0], _mm256_cvtps_pd(_mm256_castps256_ps128(x2)));
+                    l[1] = _mm256_add_pd(l[1], _mm256_cvtps_pd(_mm256_extractf128_ps(x2, 1)));
+                }
+            }
+            let total = |v: &[__m256d; 4]| {
+                let mut lanes = [0f64; 4];
+                let sum = _mm256_add_pd(_mm256_add_pd(v[0], v[1]), _mm256_add_pd(v[2], v[3]));
+                _mm256_storeu_pd(lanes.as_mut_ptr(), sum);
+                lanes.iter().sum::<f64>()
+            };
+            let (mut h, mut l) = (total(&high), total(&low));
+            for &x in groups.remainder() {
+                let a = x.to_bits() & ABS;
+                h += if a < b[0] && a >= b[1] { f64::from(x) } else { 0.0 };
+                l += if a < b[1] && a >= b[2] { f64::from(x) } else { 0.0 };
+            }
+            (h, l)
+        }
     }
 
     /// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
@@ -909,6 +1056,52 @@ mod tests {
                             r & 0x7f_ffff | 1
                         } else {
                             18 << 23 | r & 0x7f_ffff
+                        })
+                    })
+                    .collect(),
+            ),
+            // The second window at its widest: the first holds one value of exponent 100, the
+            // second 2^13 - 2 positive values of exponent 83, whose sum passes 2^53 units of
+            // the binade below the window (66), and one odd value at its lowest binade, 67.
+            (
+                "widest second window",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32 & 0x7f_ffff;
+                        f32::from_bits(match i % windowed::BLOCK {
+                            0 => 100 << 23 | r,
+                            1 => 67 << 23 | r | 1,
+                            _ => 83 << 23 | r,
+                        })
+                    })
+                    .collect(),
+            ),
+            // The same with the largest value below that window: one more window. A second
+            // window one binade wider would round, one that took this value for covered would
+            // drop it.
+            (
+                "just below the second window",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32 & 0x7f_ffff;
+                        f32::from_bits(match i % windowed::BLOCK {
+                            0 => 100 << 23 | r,
+                            1 => 66 << 23 | 0x7f_ffff,
+                            _ => 83 << 23 | r,
+                        })
+                    })
+                    .collect(),
+            ),
+            // A block whose smallest value lies just below the second window: one more.
+            (
+                "third window",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32 & 0x807f_ffff;
+                        f32::from_bits(match i % 101 {
+                            0 => 100 << 23 | r,
+                            1 => 66 << 23 | r | 1,
+                            _ => (67 + r % 34) << 23 | r,
                         })
                     })
                     .collect(),
