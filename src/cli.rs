@@ -94,6 +94,10 @@ pub struct OpArgs {
     /// mean squared error) and a histogram; in the report and, unless -q, on standard error
     #[arg(long)]
     pub stats: bool,
+    /// Flush the result (and the report) to storage before returning, so that it survives a
+    /// power cut; slower, off by default
+    #[arg(long)]
+    pub fsync: bool,
     /// CPU worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,

@@ -7,7 +7,7 @@ use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
 use crate::op::{Op, Semantics};
-use crate::output::Destination;
+use crate::output::{Destination, Writing, NAMED_TEMPFILES_ENV};
 use crate::progress::ProgressMode;
 use crate::spec::checks::BroadcastMode;
 use crate::spec::level::LevelChoice;
@@ -38,6 +38,9 @@ pub struct Config {
     pub dry_run: bool,
     /// `--stats`: summarise the result.
     pub stats: bool,
+    /// How the output and the report are written: `--fsync`, and unnamed temporary files
+    /// unless `TENSOROP_NAMED_TEMPFILES=1`.
+    pub writing: Writing,
     /// `-q`: nothing on standard error but errors.
     pub quiet: bool,
     pub threads: usize,
@@ -113,6 +116,7 @@ impl Config {
             report,
             dry_run: args.dry_run,
             stats: args.stats,
+            writing: Writing { durable: args.fsync, unnamed: env(NAMED_TEMPFILES_ENV).as_deref() != Some("1") },
             quiet,
             threads,
             progress: match (quiet, args.progress) {

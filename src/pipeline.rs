@@ -8,7 +8,7 @@ use crate::backend::{self, wgpu::DeviceReport, BackendKind, Job, Positional, Sta
 use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
-use crate::output::{BrokenPipe, Sink};
+use crate::output::{BrokenPipe, Sink, Staging};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::progress::Progress;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
@@ -45,7 +45,7 @@ impl Outcome {
 /// Runs `cfg`, writes the report if asked, and returns the outcome.
 pub fn run(cfg: &Config) -> Outcome {
     let start = Instant::now();
-    let report_sink = match cfg.report.as_ref().map(Report::open_sink).transpose() {
+    let report_sink = match cfg.report.as_ref().map(|dest| Report::open_sink(dest, cfg.writing)).transpose() {
         Ok(s) => s,
         Err(e) => return Outcome::Error(e),
     };
@@ -95,6 +95,10 @@ struct Trace {
     execute: Option<Duration>,
     /// `--stats`: the summary of a committed output.
     summary: Option<Summary>,
+    /// How the output reached its name, once it was opened.
+    staging: Option<Staging>,
+    /// `--fsync`: whether the committed output was flushed to storage.
+    synced: bool,
 }
 
 /// The stages in order; each records its product in `trace` before the next starts.
@@ -140,7 +144,8 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     // feature levels cap outputs at 2^32 - 1 elements, `none` does not).
     let out_label = cfg.output.label();
     let write_ctx = || format!("output {out_label}");
-    let mut sink = Sink::open(&cfg.output).with_context(write_ctx)?;
+    let mut sink = Sink::open(&cfg.output, cfg.writing).with_context(write_ctx)?;
+    trace.staging = Some(sink.staging());
     if let Some(dir) = sink.replace_dir() {
         check_free_space(&out_label, dir, plan.output_bytes())?;
     }
@@ -206,7 +211,7 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     progress.finish();
     trace.bytes_written += data_written;
     trace.stats = Some(result?);
-    sink.commit().with_context(write_ctx)?;
+    trace.synced = sink.commit().with_context(write_ctx)?;
     trace.execute = Some(t.elapsed());
     trace.summary = trace.stats.as_ref().and_then(|s| s.summary.as_ref()).map(|a| a.finish());
     Ok(())
@@ -263,6 +268,8 @@ impl Trace {
                 path: cfg.output.label(),
                 dtype: p.dtype.name().into(),
                 shape: p.out_shape.clone(),
+                temporary_file: self.staging.and_then(Staging::name),
+                fsync: self.synced,
             }),
             broadcast: self.plan.as_ref().map(|p| BroadcastInfo {
                 mode: cfg.broadcast.name(),

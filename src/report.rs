@@ -3,7 +3,7 @@
 //! outcome.
 
 use crate::npy::header::Header;
-use crate::output::{Destination, Sink};
+use crate::output::{Destination, Sink, Writing};
 use crate::spec::checks::Check;
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -83,6 +83,11 @@ pub struct OutputInfo {
     pub path: String,
     pub dtype: String,
     pub shape: Vec<u64>,
+    /// How the file reached its name: `"unnamed"` (Linux `O_TMPFILE`), `"named"` (a temporary
+    /// file beside it), `null` when written in order (standard output, devices, FIFOs).
+    pub temporary_file: Option<&'static str>,
+    /// `--fsync`: the result was flushed to storage (and, for a file, its directory).
+    pub fsync: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -133,8 +138,8 @@ pub fn ms(d: std::time::Duration) -> f64 {
 impl Report {
     /// Opens where the report will go. Called before any work, so an unwritable report path
     /// fails the run before an output is committed.
-    pub fn open_sink(dest: &Destination) -> Result<Sink> {
-        Sink::open(dest).with_context(|| format!("report {}", dest.label()))
+    pub fn open_sink(dest: &Destination, how: Writing) -> Result<Sink> {
+        Sink::open(dest, how).with_context(|| format!("report {}", dest.label()))
     }
 
     /// Serialises the report into `sink` and commits it.
@@ -142,6 +147,6 @@ impl Report {
         let mut text = serde_json::to_string_pretty(self).context("cannot serialise the report")?;
         text.push('\n');
         sink.write(text.as_bytes())?;
-        sink.commit()
+        sink.commit().map(|_| ())
     }
 }

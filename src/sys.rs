@@ -1,6 +1,7 @@
 //! Operating-system specifics, in one place so that a port touches one file: positional reads
-//! and writes, free space, termination signals, file kinds, permission bits and owners, and
-//! descriptor paths (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`).
+//! and writes, free space, unnamed files and durability, termination signals, file kinds,
+//! permission bits and owners, and descriptor paths (`/dev/stdout`, `/dev/fd/N`,
+//! `/proc/self/fd/N`).
 //!
 //! tensorop is tested on Linux and written for any Unix (macOS is expected to work); Windows is
 //! not supported yet, and this module is where that port starts (see `docs/cli.md`, "Platforms").
@@ -46,6 +47,87 @@ pub fn preallocate(file: &File, len: u64) -> io::Result<()> {
     #[cfg(not(target_os = "linux"))]
     let _ = (file, len);
     Ok(())
+}
+
+/// An unnamed regular file in the directory `dir` (Linux `O_TMPFILE`), with the permission bits
+/// `mode` less the umask, which [`link_unnamed`] names once it is complete: until then no
+/// directory lists it, so a run killed at any moment leaves nothing behind. `None` where the
+/// system or the filesystem has no unnamed files (the caller then uses a named temporary file),
+/// or where `/proc/self/fd`, through which it is named, is missing.
+pub fn unnamed_file_in(dir: &Path, mode: u32) -> Option<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never with O_EXCL, which would make the file impossible to link.
+        let file = OpenOptions::new().read(true).write(true).mode(mode).custom_flags(libc::O_TMPFILE).open(dir).ok()?;
+        std::fs::symlink_metadata(descriptor_link(&file)).ok()?;
+        Some(file)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (dir, mode);
+        None
+    }
+}
+
+/// This process's `/proc` link to `file`'s descriptor.
+#[cfg(target_os = "linux")]
+fn descriptor_link(file: &File) -> std::path::PathBuf {
+    use std::os::fd::AsRawFd;
+    std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+/// Gives the unnamed `file` (from [`unnamed_file_in`]) the name `path`, in the directory it was
+/// made in (`linkat` of its `/proc/self/fd` link; if that fails, `linkat` of the descriptor
+/// itself, which needs `CAP_DAC_READ_SEARCH`). Fails with `AlreadyExists` when the name is
+/// taken: a link never replaces a file.
+pub fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let cstr = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+        let (from, to) = (cstr(&descriptor_link(file))?, cstr(path)?);
+        // SAFETY: both paths are NUL-terminated and outlive the call.
+        let r = unsafe {
+            libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW)
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            return Err(e);
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: as above; the empty path is NUL-terminated.
+        let r =
+            unsafe { libc::linkat(file.as_raw_fd(), c"".as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_EMPTY_PATH) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, path);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
+/// Flushes `file`'s data and metadata to stable storage (`fsync`). `Ok(false)` when the file
+/// cannot be synced (a pipe, a socket, a terminal): there is nothing durable to make.
+pub fn sync_file(file: &File) -> io::Result<bool> {
+    match file.sync_all() {
+        Ok(()) => Ok(true),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOTSUP) | Some(libc::EROFS)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Flushes the directory `dir` (its entries: a new or renamed name) to stable storage.
+pub fn sync_directory(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 /// Bytes an unprivileged writer may still allocate on the filesystem holding `dir` (`df`'s

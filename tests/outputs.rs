@@ -167,3 +167,43 @@ fn dry_run_with_a_failing_check_exits_3() {
     );
     assert_eq!(check_status(&r, "operator_available"), "fail");
 }
+
+/// The report says how the result reached its name and whether `--fsync` made it durable; the
+/// result and its permissions are the same every way, in place too.
+#[test]
+fn temporary_file_and_fsync_are_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "expected.npy"]).ok();
+    let unnamed = if cfg!(target_os = "linux") { "unnamed" } else { "named" };
+    for (args, env, staging, fsync) in [
+        (&["-o", "c.npy"][..], "0", unnamed, false),
+        (&["-o", "c.npy", "--fsync"], "0", unnamed, true),
+        (&["-o", "c.npy", "--fsync"], "1", "named", true),
+        (&["-o", "c.npy"], "1", "named", false),
+        (&["-o", "a.npy", "--fsync"], "0", unnamed, true),
+    ] {
+        let in_place = args[1] == "a.npy";
+        if !in_place {
+            std::fs::write(dir.path(args[1]), b"old").unwrap();
+        }
+        std::fs::set_permissions(dir.path(args[1]), std::fs::Permissions::from_mode(0o600)).unwrap();
+        let all = [&["sub", "a.npy", "b.npy", "--report", "r.json"][..], args].concat();
+        dir.run_env(&all, &[("TENSOROP_NAMED_TEMPFILES", env)]).ok();
+        let r = dir.report("r.json");
+        let what = format!("{args:?}, TENSOROP_NAMED_TEMPFILES={env}");
+        assert_eq!(r["output"]["temporary_file"], staging, "{what}");
+        assert_eq!(r["output"]["fsync"], fsync, "{what}");
+        assert_eq!(dir.read(args[1]), dir.read("expected.npy"), "{what}");
+        let mode = std::fs::metadata(dir.path(args[1])).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{what}: the replaced file's permissions");
+        assert_eq!(dir.listing().len(), if in_place { 4 } else { 5 }, "{what}: {:?}", dir.listing());
+        std::fs::remove_file(dir.path("c.npy")).ok();
+    }
+    // Standard output is written in order: no temporary file, and a pipe cannot be synced.
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "-", "--fsync", "--report", "r.json"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(dir.report("r.json")["output"]["temporary_file"], serde_json::Value::Null);
+    assert_eq!(dir.report("r.json")["output"]["fsync"], false);
+}

@@ -1,5 +1,6 @@
-//! Signals end a run cleanly: the temporary output is removed, the target is left as it was, and
-//! the exit status is 128 + the signal number (130 for Ctrl-C).
+//! Signals end a run cleanly: the temporary output is removed (a named one; an unnamed one
+//! vanishes with the process), the target is left as it was, and the exit status is 128 + the
+//! signal number (130 for Ctrl-C).
 
 mod common;
 
@@ -7,26 +8,27 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Two small uint8 inputs that broadcast to a 2 GiB output: long enough to interrupt.
-fn long_run(dir: &common::Dir) -> std::process::Child {
+fn long_run(dir: &common::Dir, named: bool) -> std::process::Child {
     let header = |shape: &str| common::header_dict("|u1", false, shape);
     dir.write("a.npy", &common::npy_raw((1, 0), &header("(32768, 1)"), &vec![7u8; 32768]));
     dir.write("b.npy", &common::npy_raw((1, 0), &header("(1, 65536)"), &vec![3u8; 65536]));
     Command::new(common::bin())
         .current_dir(dir.root())
         .args(["sub", "a.npy", "b.npy", "-o", "out.npy", "--feature-level", "none", "--threads", "1"])
+        .env("TENSOROP_NAMED_TEMPFILES", if named { "1" } else { "0" })
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start tensorop")
 }
 
-fn interrupt_once_writing(signal: &str, expected: i32) {
+fn interrupt_once_writing(signal: &str, expected: i32, named: bool) {
     let dir = common::Dir::new();
     std::fs::write(dir.path("out.npy"), b"previous result").expect("write old output");
-    let mut child = long_run(&dir);
+    let mut child = long_run(&dir, named);
     let start = Instant::now();
-    // Wait until the temporary output exists, so the signal lands mid-write.
-    while !dir.listing().iter().any(|n| n.ends_with(".tensorop-tmp")) {
+    // Wait until the temporary output is open, so the signal lands mid-write.
+    while !common::writing_output_in(child.id(), dir.root()) {
         assert!(start.elapsed() < Duration::from_secs(20), "no temporary output appeared");
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the run ended ({status}) before it could be interrupted");
@@ -46,10 +48,18 @@ fn interrupt_once_writing(signal: &str, expected: i32) {
 
 #[test]
 fn ctrl_c_removes_the_temporary_output_and_exits_130() {
-    interrupt_once_writing("-INT", 130);
+    interrupt_once_writing("-INT", 130, false);
+    interrupt_once_writing("-INT", 130, true);
 }
 
 #[test]
 fn sigterm_removes_the_temporary_output_and_exits_143() {
-    interrupt_once_writing("-TERM", 143);
+    interrupt_once_writing("-TERM", 143, false);
+    interrupt_once_writing("-TERM", 143, true);
+}
+
+#[test]
+fn sighup_removes_the_temporary_output_and_exits_129() {
+    interrupt_once_writing("-HUP", 129, false);
+    interrupt_once_writing("-HUP", 129, true);
 }

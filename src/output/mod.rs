@@ -2,15 +2,20 @@
 //! path); [`Sink::open`] decides once, through [`target::Target::resolve`], what that path names,
 //! and opens it:
 //!
-//! - a regular file (or none yet), reached through any symbolic links: a temporary file beside
-//!   it, renamed into place only when the whole result is written, so the file is never
-//!   truncated or half-written and in-place runs read the old input to the end;
+//! - a regular file (or none yet), reached through any symbolic links: the result is written
+//!   beside it into an unnamed file (Linux `O_TMPFILE`), which gets a name only when the whole
+//!   result is written, so no kill, crash or power cut leaves a partial file behind; where the
+//!   filesystem has no unnamed files, into a named temporary file. Either is then renamed over
+//!   the target, so the file is never truncated or half-written and in-place runs read the old
+//!   input to the end;
 //! - standard output, a device, a FIFO, a socket or a descriptor path: written in order, never
 //!   renamed over.
 //!
-//! The writer above it sees one sequential `write` and one `commit`. Temporary files are
-//! registered while they exist, so a signal handler can remove them before the process exits
-//! ([`remove_pending`]). The rules are in `docs/cli.md`, "Output targets".
+//! With `--fsync` ([`Writing::durable`]) the data is flushed to storage before the file is
+//! named, and its directory after. The writer above sees one sequential `write` and one
+//! `commit`. Named temporary files are registered while they exist, so a signal handler can
+//! remove them before the process exits ([`remove_pending`]). The rules are in `docs/cli.md`,
+//! "Output targets", and `docs/reliability.md`.
 
 pub mod target;
 
@@ -90,89 +95,160 @@ impl std::fmt::Display for BrokenPipe {
 }
 impl std::error::Error for BrokenPipe {}
 
+/// How a file output reaches its name, as the report's `output.temporary_file` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staging {
+    /// An unnamed file (Linux `O_TMPFILE`), linked and renamed into place when complete.
+    Unnamed,
+    /// A named temporary file `.NAME.XXXXXX.tensorop-tmp`, renamed into place when complete.
+    Named,
+    /// Written in order into the target itself (standard output, devices, FIFOs, sockets).
+    InOrder,
+}
+
+impl Staging {
+    /// The report's word for it (`null` for in-order targets).
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Staging::Unnamed => Some("unnamed"),
+            Staging::Named => Some("named"),
+            Staging::InOrder => None,
+        }
+    }
+}
+
+/// The environment variable that makes file outputs use named temporary files even where
+/// unnamed ones exist: for tests of that fallback, and for a filesystem that claims `O_TMPFILE`
+/// but mishandles it.
+pub const NAMED_TEMPFILES_ENV: &str = "TENSOROP_NAMED_TEMPFILES";
+
+/// How outputs are written: the same for the result and the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writing {
+    /// `--fsync`: flush to storage before [`Sink::commit`] returns.
+    pub durable: bool,
+    /// Use unnamed files where the filesystem has them (not with [`NAMED_TEMPFILES_ENV`]` = 1`).
+    pub unnamed: bool,
+}
+
+impl Default for Writing {
+    fn default() -> Self {
+        Writing { durable: false, unnamed: true }
+    }
+}
+
 /// An open destination for bytes.
-pub enum Sink {
+pub struct Sink {
+    out: Out,
+    /// `--fsync`: flush to storage before [`Sink::commit`] returns.
+    durable: bool,
+}
+
+enum Out {
+    /// An unnamed file in `target`'s directory, linked and renamed over `target` by
+    /// [`Sink::commit`].
+    Unnamed { file: File, target: PathBuf, existed: bool },
     /// A temporary file, renamed over `target` by [`Sink::commit`].
-    Replace { tmp: tempfile::NamedTempFile, target: PathBuf, _pending: Pending },
+    Named { tmp: tempfile::NamedTempFile, target: PathBuf, _pending: Pending },
     /// Written in order. `stdout`: this is descriptor 1, whose closing by its reader ends the
     /// run quietly.
     Direct { file: File, stdout: bool },
 }
 
 impl Sink {
-    /// Decides what `dest` names and opens it (see the module's rules). Errors name the path.
-    pub fn open(dest: &Destination) -> Result<Sink> {
+    /// Decides what `dest` names and opens it (see the module's rules), as `how` says. Errors
+    /// name the path.
+    pub fn open(dest: &Destination, how: Writing) -> Result<Sink> {
         let target = match dest {
             Destination::Stdout => Target::Descriptor(1),
             Destination::Path(p) => Target::resolve(p)?,
         };
-        match target {
-            Target::Replace { path, existing } => Self::replace(path, existing.as_ref()),
+        let out = match target {
+            Target::Replace { path, existing } => Self::replace(path, existing.as_ref(), how.unnamed)?,
             Target::Descriptor(fd) => {
                 let file = sys::duplicate_descriptor(fd).with_context(|| match dest {
                     Destination::Stdout => "cannot use standard output".to_string(),
                     Destination::Path(p) => format!("cannot use {}: descriptor {fd} is not open", p.display()),
                 })?;
-                Ok(Sink::Direct { file, stdout: fd == 1 })
+                Out::Direct { file, stdout: fd == 1 }
             }
             Target::Device(path) => {
                 let file =
                     sys::open_in_order(&path).with_context(|| format!("cannot open {} for writing", path.display()))?;
-                Ok(Sink::Direct { file, stdout: false })
+                Out::Direct { file, stdout: false }
             }
             Target::Socket(path) => {
                 let file = sys::connect_socket(&path)
                     .with_context(|| format!("cannot connect to the socket {}", path.display()))?;
-                Ok(Sink::Direct { file, stdout: false })
+                Out::Direct { file, stdout: false }
             }
-        }
+        };
+        Ok(Sink { out, durable: how.durable })
     }
 
-    /// A temporary file in `target`'s directory (same filesystem, so the final rename is
-    /// atomic), with the permission bits and, where allowed, the owner of the file it replaces;
-    /// else `0666` less the umask.
-    fn replace(target: PathBuf, existing: Option<&std::fs::Metadata>) -> Result<Sink> {
+    /// A file in `target`'s directory (same filesystem, so the final rename is atomic), unnamed
+    /// where the filesystem allows, with the permission bits and, where allowed, the owner of
+    /// the file it replaces; else `0666` less the umask.
+    fn replace(target: PathBuf, existing: Option<&std::fs::Metadata>, unnamed: bool) -> Result<Out> {
         let dir = parent_dir(&target).to_path_buf();
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mode = existing.map(sys::mode);
+        let like_existing = |file: &File| {
+            if let (Some(mode), Some(meta)) = (mode, existing) {
+                // Creation applied the umask; the replaced file's exact mode and owner are
+                // restored.
+                sys::copy_owner(file, meta);
+                let _ = file.set_permissions(sys::permissions(mode));
+            }
+        };
+        if let Some(file) = unnamed.then(|| sys::unnamed_file_in(&dir, mode.unwrap_or(0o666))).flatten() {
+            like_existing(&file);
+            return Ok(Out::Unnamed { file, target, existed: existing.is_some() });
+        }
         let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tensorop-tmp")
+            .prefix(&temporary_prefix(&target))
+            .suffix(TEMPORARY_SUFFIX)
             .permissions(sys::permissions(mode.unwrap_or(0o666)))
             .tempfile_in(&dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-        if let (Some(mode), Some(meta)) = (mode, existing) {
-            // Creation applied the umask; the replaced file's exact mode and owner are restored.
-            sys::copy_owner(tmp.as_file(), meta);
-            let _ = tmp.as_file().set_permissions(sys::permissions(mode));
-        }
+        like_existing(tmp.as_file());
         let _pending = Pending::new(tmp.path());
-        Ok(Sink::Replace { tmp, target, _pending })
+        Ok(Out::Named { tmp, target, _pending })
     }
 
-    /// The directory whose filesystem must hold the whole result: that of the file a
-    /// [`Sink::Replace`] replaces; `None` for targets written in order.
-    pub fn replace_dir(&self) -> Option<&Path> {
-        match self {
-            Sink::Replace { target, .. } => Some(parent_dir(target)),
-            Sink::Direct { .. } => None,
+    /// How the output reaches its name.
+    pub fn staging(&self) -> Staging {
+        match self.out {
+            Out::Unnamed { .. } => Staging::Unnamed,
+            Out::Named { .. } => Staging::Named,
+            Out::Direct { .. } => Staging::InOrder,
         }
     }
 
-    /// The file behind a [`Sink::Replace`], which may be written at any offset (workers write
+    /// The directory whose filesystem must hold the whole result: that of the file being
+    /// replaced; `None` for targets written in order.
+    pub fn replace_dir(&self) -> Option<&Path> {
+        match &self.out {
+            Out::Unnamed { target, .. } | Out::Named { target, .. } => Some(parent_dir(target)),
+            Out::Direct { .. } => None,
+        }
+    }
+
+    /// The file behind a replaced target, which may be written at any offset (workers write
     /// their chunks in place); `None` for targets written in order.
     pub fn positional(&self) -> Option<&File> {
-        match self {
-            Sink::Replace { tmp, .. } => Some(tmp.as_file()),
-            Sink::Direct { .. } => None,
+        match &self.out {
+            Out::Unnamed { file, .. } => Some(file),
+            Out::Named { tmp, .. } => Some(tmp.as_file()),
+            Out::Direct { .. } => None,
         }
     }
 
     /// Appends `bytes`. A closed standard output becomes [`BrokenPipe`].
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        match self {
-            Sink::Replace { tmp, .. } => tmp.as_file_mut().write_all(bytes).context("cannot write"),
-            Sink::Direct { file, stdout } => file.write_all(bytes).map_err(|e| {
+        match &mut self.out {
+            Out::Unnamed { file, .. } => file.write_all(bytes).context("cannot write"),
+            Out::Named { tmp, .. } => tmp.as_file_mut().write_all(bytes).context("cannot write"),
+            Out::Direct { file, stdout } => file.write_all(bytes).map_err(|e| {
                 if *stdout && e.kind() == io::ErrorKind::BrokenPipe {
                     anyhow::Error::new(BrokenPipe)
                 } else {
@@ -182,20 +258,65 @@ impl Sink {
         }
     }
 
-    /// Moves a finished file into place. Dropping a `Sink` without committing removes the
-    /// temporary file and leaves the target as it was; a target written in order keeps what was
-    /// written (it cannot be rolled back).
-    pub fn commit(self) -> Result<()> {
-        match self {
-            Sink::Replace { tmp, target, _pending } => {
-                tmp.persist(&target)
-                    .map_err(|e| e.error)
-                    .with_context(|| format!("cannot move the result into place at {}", target.display()))?;
-                Ok(())
+    /// Moves a finished file into place; with `durable`, its data is on storage before it is
+    /// named and its directory after. Returns whether the result was made durable (`--fsync`
+    /// on a target that can be synced). Dropping a `Sink` without committing leaves the target
+    /// as it was and no file behind; a target written in order keeps what was written (it
+    /// cannot be rolled back).
+    pub fn commit(self) -> Result<bool> {
+        let durable = self.durable;
+        let sync = |file: &File| -> Result<bool> {
+            Ok(durable && sys::sync_file(file).context("cannot flush the result to storage (--fsync)")?)
+        };
+        let into_place = |target: &Path| format!("cannot move the result into place at {}", target.display());
+        let (synced, target) = match self.out {
+            Out::Unnamed { file, target, existed } => {
+                let synced = sync(&file)?;
+                // A new target is named at once: nothing else ever shows. An existing one is
+                // replaced by a rename from a fresh name, the one moment a kill could leave a
+                // (complete) file behind.
+                let linked = !existed && sys::link_unnamed(&file, &target).is_ok();
+                if !linked {
+                    let prefix = temporary_prefix(&target);
+                    let named = tempfile::Builder::new()
+                        .prefix(&prefix)
+                        .suffix(TEMPORARY_SUFFIX)
+                        .make_in(parent_dir(&target), |path| {
+                            sys::link_unnamed(&file, path)?;
+                            Ok(Pending::new(path))
+                        })
+                        .with_context(|| into_place(&target))?;
+                    named.persist(&target).map_err(|e| e.error).with_context(|| into_place(&target))?;
+                }
+                (synced, target)
             }
-            Sink::Direct { mut file, .. } => file.flush().context("cannot flush"),
+            Out::Named { tmp, target, _pending } => {
+                let synced = sync(tmp.as_file())?;
+                tmp.persist(&target).map_err(|e| e.error).with_context(|| into_place(&target))?;
+                (synced, target)
+            }
+            Out::Direct { mut file, .. } => {
+                file.flush().context("cannot flush")?;
+                return sync(&file);
+            }
+        };
+        if synced {
+            let dir = parent_dir(&target);
+            sys::sync_directory(dir)
+                .with_context(|| format!("cannot flush the directory {} to storage (--fsync)", dir.display()))?;
         }
+        Ok(synced)
     }
+}
+
+/// The end of temporary files' names.
+const TEMPORARY_SUFFIX: &str = ".tensorop-tmp";
+
+/// The start of temporary files' names beside `target`: `.NAME.` (then six random characters
+/// and [`TEMPORARY_SUFFIX`]).
+fn temporary_prefix(target: &Path) -> String {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!(".{name}.")
 }
 
 /// The directory holding `path` (`.` for a bare name).
@@ -213,30 +334,56 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn open(p: &Path) -> Result<Sink> {
-        Sink::open(&Destination::Path(p.to_path_buf()))
+        Sink::open(&Destination::Path(p.to_path_buf()), Writing::default())
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
     }
 
     #[test]
     fn commit_replaces_atomically_and_drop_leaves_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out.npy");
-        std::fs::write(&target, b"old").unwrap();
-        std::fs::set_permissions(&target, Permissions::from_mode(0o640)).unwrap();
+        for (unnamed, durable) in [(true, false), (false, false), (true, true), (false, true)] {
+            let how = Writing { durable, unnamed };
+            let dir = tempfile::tempdir().unwrap();
+            let target = dir.path().join("out.npy");
+            std::fs::write(&target, b"old").unwrap();
+            std::fs::set_permissions(&target, Permissions::from_mode(0o640)).unwrap();
+            let open = || Sink::open(&Destination::Path(target.clone()), how).unwrap();
 
-        let mut s = open(&target).unwrap();
-        s.write(b"new data").unwrap();
-        drop(s);
-        assert_eq!(std::fs::read(&target).unwrap(), b"old");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "temporary file left behind");
+            let mut s = open();
+            s.write(b"new data").unwrap();
+            if unnamed && cfg!(target_os = "linux") {
+                assert_eq!(s.staging(), Staging::Unnamed);
+                assert_eq!(names(dir.path()), ["out.npy"], "an unnamed file shows in its directory");
+            } else {
+                assert_eq!(s.staging(), Staging::Named);
+            }
+            drop(s);
+            assert_eq!(std::fs::read(&target).unwrap(), b"old");
+            assert_eq!(names(dir.path()), ["out.npy"], "temporary file left behind ({how:?})");
 
-        let mut s = open(&target).unwrap();
-        assert_eq!(s.replace_dir(), Some(dir.path()));
-        s.write(b"new data").unwrap();
-        s.commit().unwrap();
-        assert_eq!(std::fs::read(&target).unwrap(), b"new data");
-        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o640);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+            let mut s = open();
+            assert_eq!(s.replace_dir(), Some(dir.path()));
+            s.write(b"new data").unwrap();
+            assert_eq!(s.commit().unwrap(), durable);
+            assert_eq!(std::fs::read(&target).unwrap(), b"new data");
+            let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o640, "{how:?}");
+            assert_eq!(names(dir.path()), ["out.npy"], "{how:?}");
+
+            // A new target: the file appears complete under its name, and nothing else does.
+            let fresh = dir.path().join("fresh.npy");
+            let mut s = Sink::open(&Destination::Path(fresh.clone()), how).unwrap();
+            s.write(b"fresh").unwrap();
+            assert!(!fresh.exists());
+            s.commit().unwrap();
+            assert_eq!(std::fs::read(&fresh).unwrap(), b"fresh");
+            assert_eq!(names(dir.path()), ["fresh.npy", "out.npy"], "{how:?}");
+        }
     }
 
     #[test]

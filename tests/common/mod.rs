@@ -620,6 +620,17 @@ pub fn gpu_available(test: &str) -> bool {
     out.code == Some(0) || skip(test, "TENSOROP_REQUIRE_GPU", &format!("no GPU adapter ({})", out.stderr.trim()))
 }
 
+/// Whether the process `pid` holds an output file open in `dir`: an unnamed one (its `/proc`
+/// link reads `DIR/#INODE (deleted)`) or a named temporary file (`.NAME.XXXXXX.tensorop-tmp`).
+pub fn writing_output_in(pid: u32, dir: &Path) -> bool {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok()).any(|to| {
+        let name = to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        to.parent() == Some(&dir) && (name.ends_with(".tensorop-tmp") || name.ends_with(" (deleted)"))
+    })
+}
+
 /// A temporary working directory for one test.
 pub struct Dir {
     pub tmp: tempfile::TempDir,
