@@ -45,6 +45,9 @@ pub struct Accumulator {
     /// Integers: the extremes.
     imin: i128,
     imax: i128,
+    /// float32: the lowest biased exponent of the first window of the next block, guessed from
+    /// the last one (0: no guess). Only a guess: a block it does not fit is summed again.
+    window_hint: u32,
 }
 
 impl Accumulator {
@@ -68,6 +71,7 @@ impl Accumulator {
             fmax: f64::NEG_INFINITY,
             imin: i128::MAX,
             imax: i128::MIN,
+            window_hint: 0,
         }
     }
 
@@ -399,9 +403,11 @@ fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
 ///    binades) need one such pass.
 ///
 /// With AVX2 both passes are written with intrinsics, and the census's scalar histogram
-/// increments run beside its vector work. Each window's float64 total goes into the exact
-/// buckets, so the result is the same integer sum as the general path's, whatever the windows
-/// were.
+/// increments run beside its vector work. Better still, the two windows are guessed from the
+/// previous block (its largest binade, with one binade of room) and summed in the census's own
+/// pass; the histogram then says whether they held every value, and a block they did not is
+/// summed again as above. Each window's float64 total goes into the exact buckets, so the
+/// result is the same integer sum as the general path's, whatever the windows were.
 mod windowed {
     use super::{add_packed_block, binade, Accumulator};
 
@@ -432,6 +438,11 @@ mod windowed {
         fn census(&self, block: &[f32], counts: &mut Counts) -> (i32, i32);
         /// The sums of the values with magnitude bits in `[b[1], b[0])` and in `[b[2], b[1])`.
         fn sums(&self, block: &[f32], b: [u32; 3]) -> (f64, f64);
+        /// [`census`](Self::census) and [`sums`](Self::sums) together, in one pass where the
+        /// CPU gains by it.
+        fn census_and_sums(&self, block: &[f32], b: [u32; 3], counts: &mut Counts) -> ((i32, i32), (f64, f64)) {
+            (self.census(block, counts), self.sums(block, b))
+        }
     }
 
     pub(super) fn add(acc: &mut Accumulator, values: &[f32]) {
@@ -522,10 +533,24 @@ mod windowed {
         }
     }
 
+    /// The bounds of two windows whose first has the lowest biased exponent `lo`.
+    fn windows_from(lo: u32) -> [u32; 3] {
+        [start((lo + WINDOW).min(255)), start(lo), start(lo.saturating_sub(WINDOW))]
+    }
+
     #[inline(always)]
     fn add_block(acc: &mut Accumulator, block: &[f32], passes: &impl Passes) {
         let mut counts = [[0u32; 256]; COPIES];
-        let (min_key, max_key) = passes.census(block, &mut counts);
+        // With a guess from the last block, its two windows are summed in the census's pass;
+        // the histogram then tells whether they held every value.
+        let guess = acc.window_hint;
+        let ((min_key, max_key), guessed) = match guess {
+            0 => (passes.census(block, &mut counts), None),
+            lo => {
+                let (keys, sums) = passes.census_and_sums(block, windows_from(lo), &mut counts);
+                (keys, Some(sums))
+            }
+        };
         let mut bins = [0u64; 256];
         for c in &counts {
             bins.iter_mut().zip(c).for_each(|(n, &c)| *n += u64::from(c));
@@ -543,8 +568,20 @@ mod windowed {
         // Subnormals count as exponent 1, whose unit they share.
         bins[1] += bins[0] - zero;
         let below = |e: u32| (1..e).rev().find(|&e| bins[e as usize] > 0);
+        let highest = below(255);
+        // The next guess leaves one binade of room above this block's highest.
+        acc.window_hint = highest.map_or(guess, |top| top.saturating_sub(WINDOW - 2).max(1));
+        let fits = |lo: u32| {
+            let floor = lo.saturating_sub(WINDOW);
+            highest.map_or(true, |top| top < lo + WINDOW) && (floor <= 1 || below(floor).is_none())
+        };
         let mut bounds = [SPECIAL, 0, 0];
-        let mut next = below(255);
+        let mut next = highest;
+        if let Some((high, low)) = guessed.filter(|_| fits(guess)) {
+            add_exact(acc, high);
+            add_exact(acc, low);
+            next = None;
+        }
         while let Some(top) = next {
             let lo = top.saturating_sub(WINDOW - 1);
             bounds[1] = start(lo);
@@ -600,6 +637,11 @@ mod windowed {
                 // SAFETY: as above.
                 unsafe { sums(block, b) }
             }
+
+            fn census_and_sums(&self, block: &[f32], b: [u32; 3], counts: &mut Counts) -> ((i32, i32), (f64, f64)) {
+                // SAFETY: as above.
+                unsafe { census_and_sums(block, b, counts) }
+            }
         }
 
         /// The lanes of a vector of i32.
@@ -610,38 +652,38 @@ mod windowed {
             out
         }
 
-        /// [`Passes::census`]: the keys in vectors, the histogram's increments in scalar code
-        /// beside them.
+        /// [`Passes::census`].
         #[target_feature(enable = "avx2")]
         unsafe fn census(block: &[f32], counts: &mut Counts) -> (i32, i32) {
+            pass::<true, false>(block, [0; 3], counts).0
+        }
+
+        /// [`Passes::sums`].
+        #[target_feature(enable = "avx2")]
+        unsafe fn sums(block: &[f32], b: [u32; 3]) -> (f64, f64) {
+            pass::<false, true>(block, b, &mut [[0; 256]; COPIES]).1
+        }
+
+        /// [`Passes::census_and_sums`].
+        #[target_feature(enable = "avx2")]
+        unsafe fn census_and_sums(block: &[f32], b: [u32; 3], counts: &mut Counts) -> ((i32, i32), (f64, f64)) {
+            pass::<true, true>(block, b, counts)
+        }
+
+        /// One pass over the block: with `CENSUS`, the keys in vectors and the histogram's
+        /// increments in scalar code beside them; with `SUMS`, the two windows' sums in vectors.
+        /// Magnitudes are below 2^31, so the signed comparisons with `b - 1` (at least -1) are
+        /// `>= b`.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        unsafe fn pass<const CENSUS: bool, const SUMS: bool>(
+            block: &[f32],
+            b: [u32; 3],
+            counts: &mut Counts,
+        ) -> ((i32, i32), (f64, f64)) {
             let magnitude = _mm256_set1_epi32(ABS as i32);
             let mut min_key = _mm256_set1_epi32(i32::MAX);
             let mut max_key = _mm256_set1_epi32(i32::MIN);
-            let mut groups = block.chunks_exact(COPIES);
-            for group in &mut groups {
-                let x = _mm256_loadu_si256(group.as_ptr().cast());
-                let a = _mm256_and_si256(x, magnitude);
-                let key = _mm256_xor_si256(a, _mm256_srai_epi32(x, 31));
-                min_key = _mm256_min_epi32(min_key, key);
-                max_key = _mm256_max_epi32(max_key, key);
-                for (c, x) in counts.iter_mut().zip(group) {
-                    c[(x.to_bits() >> 23 & 0xff) as usize] += 1;
-                }
-            }
-            let rest = groups.remainder();
-            histogram(rest, counts);
-            let keys = rest.iter().map(|x| order_key(x.to_bits()));
-            (
-                keys.clone().chain(lanes(min_key)).min().unwrap_or(i32::MAX),
-                keys.chain(lanes(max_key)).max().unwrap_or(i32::MIN),
-            )
-        }
-
-        /// [`Passes::sums`] in vectors. Magnitudes are below 2^31, so the signed comparisons
-        /// with `b - 1` (at least -1) are `>= b`.
-        #[target_feature(enable = "avx2")]
-        unsafe fn sums(block: &[f32], b: [u32; 3]) -> (f64, f64) {
-            let magnitude = _mm256_set1_epi32(ABS as i32);
             let b0 = _mm256_set1_epi32(b[0] as i32);
             let above1 = _mm256_set1_epi32(b[1] as i32 - 1);
             let above2 = _mm256_set1_epi32(b[2] as i32 - 1);
@@ -649,20 +691,39 @@ mod windowed {
             let mut low = [_mm256_setzero_pd(); 4];
             let mut groups = block.chunks_exact(16);
             for group in &mut groups {
-                for half in 0..2 {
-                    let x = _mm256_loadu_si256(group[8 * half..].as_ptr().cast());
+                for (half, eight) in group.chunks_exact(COPIES).enumerate() {
+                    let x = _mm256_loadu_si256(eight.as_ptr().cast());
                     let a = _mm256_and_si256(x, magnitude);
-                    let from1 = _mm256_cmpgt_epi32(a, above1);
-                    let in1 = _mm256_and_si256(from1, _mm256_cmpgt_epi32(b0, a));
-                    let in2 = _mm256_andnot_si256(from1, _mm256_cmpgt_epi32(a, above2));
-                    let x1 = _mm256_castsi256_ps(_mm256_and_si256(x, in1));
-                    let x2 = _mm256_castsi256_ps(_mm256_and_si256(x, in2));
-                    let (h, l) = (&mut high[2 * half..], &mut low[2 * half..]);
-                    h[0] = _mm256_add_pd(h[0], _mm256_cvtps_pd(_mm256_castps256_ps128(x1)));
-                    h[1] = _mm256_add_pd(h[1], _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1)));
-                    l[0] = _mm256_add_pd(l[0], _mm256_cvtps_pd(_mm256_castps256_ps128(x2)));
-                    l[1] = _mm256_add_pd(l[1], _mm256_cvtps_pd(_mm256_extractf128_ps(x2, 1)));
+                    if CENSUS {
+                        let key = _mm256_xor_si256(a, _mm256_srai_epi32(x, 31));
+                        min_key = _mm256_min_epi32(min_key, key);
+                        max_key = _mm256_max_epi32(max_key, key);
+                        for (c, x) in counts.iter_mut().zip(eight) {
+                            c[(x.to_bits() >> 23 & 0xff) as usize] += 1;
+                        }
+                    }
+                    if SUMS {
+                        let from1 = _mm256_cmpgt_epi32(a, above1);
+                        let in1 = _mm256_and_si256(from1, _mm256_cmpgt_epi32(b0, a));
+                        let in2 = _mm256_andnot_si256(from1, _mm256_cmpgt_epi32(a, above2));
+                        let x1 = _mm256_castsi256_ps(_mm256_and_si256(x, in1));
+                        let x2 = _mm256_castsi256_ps(_mm256_and_si256(x, in2));
+                        let (h, l) = (&mut high[2 * half..], &mut low[2 * half..]);
+                        h[0] = _mm256_add_pd(h[0], _mm256_cvtps_pd(_mm256_castps256_ps128(x1)));
+                        h[1] = _mm256_add_pd(h[1], _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1)));
+                        l[0] = _mm256_add_pd(l[0], _mm256_cvtps_pd(_mm256_castps256_ps128(x2)));
+                        l[1] = _mm256_add_pd(l[1], _mm256_cvtps_pd(_mm256_extractf128_ps(x2, 1)));
+                    }
                 }
+            }
+            let rest = groups.remainder();
+            let keys = rest.iter().map(|x| order_key(x.to_bits()));
+            let keys = (
+                keys.clone().chain(lanes(min_key)).min().unwrap_or(i32::MAX),
+                keys.chain(lanes(max_key)).max().unwrap_or(i32::MIN),
+            );
+            if CENSUS {
+                histogram(rest, counts);
             }
             let total = |v: &[__m256d; 4]| {
                 let mut lanes = [0f64; 4];
@@ -671,12 +732,12 @@ mod windowed {
                 lanes.iter().sum::<f64>()
             };
             let (mut h, mut l) = (total(&high), total(&low));
-            for &x in groups.remainder() {
+            for &x in rest {
                 let a = x.to_bits() & ABS;
                 h += if a < b[0] && a >= b[1] { f64::from(x) } else { 0.0 };
                 l += if a < b[1] && a >= b[2] { f64::from(x) } else { 0.0 };
             }
-            (h, l)
+            (keys, (h, l))
         }
     }
 
@@ -1103,6 +1164,18 @@ mod tests {
                             1 => 66 << 23 | r | 1,
                             _ => (67 + r % 34) << 23 | r,
                         })
+                    })
+                    .collect(),
+            ),
+            // Each block's largest binade two above the last one's: just out of reach of the
+            // windows guessed from the last block, which must be summed again.
+            (
+                "rising blocks",
+                (0..n)
+                    .map(|i| {
+                        let (r, top) = (next() as u32, 100 + 2 * (i / windowed::BLOCK) as u32);
+                        let e = if i % windowed::BLOCK == 0 { top } else { top - r % 30 };
+                        f32::from_bits(e << 23 | r & 0x807f_ffff)
                     })
                     .collect(),
             ),
