@@ -256,13 +256,38 @@ fn float64_is_exact_on_wgpu_with_and_without_shader_f64() {
 /// Writes `a` as a column and `b` as a row of raw little-endian elements of `descr` (every pair
 /// meets once), then [`every_op_matches`].
 fn all_pairs_match(dir: &common::Dir, descr: &str, size: usize, a: &[u64], b: &[u64]) {
+    pairs_match(dir, descr, size, false, a, b);
+}
+
+/// [`all_pairs_match`] for any dtype; `float`: NaNs compare by position only.
+fn pairs_match(dir: &common::Dir, descr: &str, size: usize, float: bool, a: &[u64], b: &[u64]) {
     let raw = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()[..size].to_vec()).collect::<Vec<u8>>();
     let shape = |n: usize, col: bool| if col { format!("({n}, 1)") } else { format!("(1, {n})") };
     for (name, v, col) in [("a.npy", a, true), ("b.npy", b, false)] {
         let header = common::header_dict(descr, false, &shape(v.len(), col));
         dir.write(name, &common::npy_raw((1, 0), &header, &raw(v)));
     }
-    every_op_matches(dir, size, false, &format!("{descr} all pairs"));
+    every_op_matches(dir, size, float, &format!("{descr} all pairs"));
+}
+
+/// float16 bit patterns at the emulation's rounding seams: 1, 1.5, the largest significand and
+/// 1 + ulp in every binade from the smallest subnormal to the largest finite, of both signs,
+/// with zeros, infinities and NaN. Their differences land on rounding midpoints across binade
+/// edges (2048 - 1 is halfway between 2046 and 2048), their squares on the overflow midpoint
+/// (65520) and the underflow one (2^-25), and into the subnormals. Two pairs more: their
+/// difference's square, rounded to float32, lies exactly halfway between two float16
+/// subnormals, the one tie that rounding to a subnormal meets (found by search: 0x1fea - 0x0028
+/// and 0x1fed - 0x0026).
+fn float16_seams() -> Vec<u64> {
+    let mut v: Vec<u64> = vec![0, 0x7c00, 0x7e00, 0x1fea, 0x0028, 0x1fed, 0x0026];
+    for e in 0u64..31 {
+        for m in [0u64, 0x200, 0x3ff, 1] {
+            v.push(e << 10 | m);
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    v.iter().flat_map(|&b| [b, b | 0x8000]).collect()
 }
 
 #[test]
@@ -290,6 +315,23 @@ fn integer_emulation_is_exact_at_its_seams() {
         [0u64, 1, 2, 0x7f, 0x80, 0xff, 0x100, 0x101, 0x7ffe, 0x7fff, 0x8000, 0x8001, 0xfffe, 0xffff].to_vec();
     for descr in ["<i2", "<u2"] {
         all_pairs_match(&dir, descr, 2, &halves, &halves);
+    }
+}
+
+#[test]
+fn float16_emulation_is_exact_at_its_rounding_midpoints() {
+    if !common::gpu_available("float16_emulation_is_exact_at_its_rounding_midpoints") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let seams = float16_seams();
+    pairs_match(&dir, "<f2", 2, true, &seams, &seams);
+    // And the intermediate rounding of `--half-precision`.
+    let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q", "--half-precision"];
+    for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+        if let Err(e) = compare_case(dir.root(), &args, 2, true, env, &format!("float16 --half-precision ({mode})")) {
+            panic!("{e}");
+        }
     }
 }
 
