@@ -565,9 +565,10 @@ mod windowed {
                 block.iter().filter(|x| x.to_bits() == !ABS).count() as u64,
             ),
         };
-        // Subnormals count as exponent 1, whose unit they share.
-        bins[1] += bins[0] - zero;
-        let below = |e: u32| (1..e).rev().find(|&e| bins[e as usize] > 0);
+        let subnormal = bins[0] - zero;
+        // The highest binade below `e` that holds values; subnormals count as exponent 1, whose
+        // unit they share.
+        let below = |e: u32| (1..e).rev().find(|&e| bins[e as usize] > 0 || (e == 1 && subnormal > 0));
         let highest = below(255);
         // The next guess leaves one binade of room above this block's highest.
         acc.window_hint = highest.map_or(guess, |top| top.saturating_sub(WINDOW - 2).max(1));
@@ -596,8 +597,7 @@ mod windowed {
             next = next.and_then(|top| below(top.saturating_sub(WINDOW - 1)));
             bounds[0] = bounds[2];
         }
-        bins[1] -= bins[0] - zero;
-        acc.subnormal += bins[0] - zero;
+        acc.subnormal += subnormal;
         for (e, &n) in bins.iter().enumerate().take(255).skip(1) {
             if n > 0 {
                 acc.binades[binade::<f32>(e)] += n;

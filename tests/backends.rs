@@ -157,11 +157,15 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
 fn every_op_matches(dir: &common::Dir, size: usize, float: bool, what: &str) {
     for op in Op::ALL {
         let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q"];
-        for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
-            let what = format!("{what}, {} ({mode})", op.name());
-            if let Err(e) = compare_case(dir.root(), &args, size, float, env, &what) {
-                panic!("{e}");
-            }
+        native_and_emulated_match(dir, &args, size, float, &format!("{what}, {}", op.name()));
+    }
+}
+
+/// One command in `dir`: wgpu, native and emulated, against the CPU; panics on a difference.
+fn native_and_emulated_match(dir: &common::Dir, args: &[&str], size: usize, float: bool, what: &str) {
+    for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
+        if let Err(e) = compare_case(dir.root(), args, size, float, env, &format!("{what} ({mode})")) {
+            panic!("{e}");
         }
     }
 }
@@ -328,11 +332,7 @@ fn float16_emulation_is_exact_at_its_rounding_midpoints() {
     pairs_match(&dir, "<f2", 2, true, &seams, &seams);
     // And the intermediate rounding of `--half-precision`.
     let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q", "--half-precision"];
-    for (env, mode) in [(&[][..], "native"), (&[("TENSOROP_WGPU_EMULATE", "1")][..], "emulated")] {
-        if let Err(e) = compare_case(dir.root(), &args, 2, true, env, &format!("float16 --half-precision ({mode})")) {
-            panic!("{e}");
-        }
-    }
+    native_and_emulated_match(&dir, &args, 2, true, "float16 sqdiff --half-precision");
 }
 
 #[test]
