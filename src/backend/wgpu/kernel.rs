@@ -74,6 +74,21 @@ impl Kernel {
         slots: usize,
     ) -> Result<Kernel> {
         let src = shader::source(dtype, sem, native);
+        let per = elements_per_invocation(dtype, native);
+        Ok(Kernel::from_source(gpu, src, per, resident, chunk_bytes, out_bytes, slots))
+    }
+
+    /// [`new`](Self::new) for any WGSL with the bindings of `wgsl/params.wgsl`, whose
+    /// invocations compute `per` elements each.
+    pub(super) fn from_source(
+        gpu: &Gpu,
+        src: String,
+        per: u32,
+        resident: [Option<&wgpu::Buffer>; 2],
+        chunk_bytes: [u64; 2],
+        out_bytes: u64,
+        slots: usize,
+    ) -> Kernel {
         let d = &gpu.device;
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("tensorop kernel"),
@@ -105,7 +120,7 @@ impl Kernel {
                 Slot { params, inputs, out, staging, bind }
             })
             .collect();
-        Ok(Kernel { pipeline, slots, per: elements_per_invocation(dtype, native) })
+        Kernel { pipeline, slots, per }
     }
 
     /// Uploads `params` and the per-chunk `data` into `slot`, then queues the computation of

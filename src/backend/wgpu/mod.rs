@@ -85,21 +85,7 @@ struct Layout {
 impl Layout {
     fn new(gpu: &Gpu, job: &Job) -> Result<Layout> {
         let (iter, total) = (&job.iter, job.iter.count());
-        if iter.dims.len() > MAX_RANK {
-            bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
-        }
-        let mut dims = Vec::with_capacity(iter.dims.len());
-        for (k, &d) in iter.dims.iter().enumerate() {
-            dims.push(match u32::try_from(d) {
-                Ok(d) => d,
-                // An outermost dimension no input steps through: its coordinate is never used.
-                Err(_) if k == 0 && (0..2).all(|i| iter.is_identity(i) || iter.strides[i][0] == 0) => u32::MAX,
-                Err(_) => bail!(
-                    "the wgpu backend handles dimensions of up to 2^32 - 1 elements after merging; this output has \
-                     one of {d}; use --backend cpu"
-                ),
-            });
-        }
+        let dims = Layout::dims(iter)?;
         let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
         let es = job.dtype.size() as u64;
         let grid = u64::from(gpu.limits.max_compute_workgroups_per_dimension).pow(2) * u64::from(WORKGROUP);
@@ -116,6 +102,26 @@ impl Layout {
         })
     }
 
+    /// The merged dimensions as the uniform block holds them (u32).
+    fn dims(iter: &crate::shape::Iteration) -> Result<Vec<u32>> {
+        if iter.dims.len() > MAX_RANK {
+            bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
+        }
+        let mut dims = Vec::with_capacity(iter.dims.len());
+        for (k, &d) in iter.dims.iter().enumerate() {
+            dims.push(match u32::try_from(d) {
+                Ok(d) => d,
+                // An outermost dimension no input steps through: its coordinate is never used.
+                Err(_) if k == 0 && (0..2).all(|i| iter.is_identity(i) || iter.strides[i][0] == 0) => u32::MAX,
+                Err(_) => bail!(
+                    "the wgpu backend handles dimensions of up to 2^32 - 1 elements after merging; this output has \
+                     one of {d}; use --backend cpu"
+                ),
+            });
+        }
+        Ok(dims)
+    }
+
     /// Bit i set where input i is fed as `feed`.
     fn mask(&self, feed: Feed) -> u32 {
         (0..2).filter(|&i| self.feeds[i] == feed).map(|i| 1u32 << i).sum()
@@ -130,7 +136,9 @@ impl Layout {
             params.wide = 1;
             params.base = 0;
             for (k, c) in iter.unravel(start).into_iter().enumerate() {
-                params.base_coords[k] = if self.dims[k] == u32::MAX { 0 } else { c as u32 };
+                // Every coordinate fits in u32 but that of an outermost dimension wider than
+                // u32, which no input steps through (see `dims`): its value is never used.
+                params.base_coords[k] = u32::try_from(c).unwrap_or(0);
                 params.strides_hi[0][k] = self.strides_hi[0][k];
                 params.strides_hi[1][k] = self.strides_hi[1][k];
             }
@@ -259,4 +267,144 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     stats.write = timing.write;
     stats.summary = summary;
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Iteration;
+
+    /// A small deterministic generator (the tests need no crate for it).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 >> 11 ^ self.0 << 29
+        }
+    }
+
+    /// The device, or `None` (the test is skipped with a printed reason) where no adapter
+    /// exists and `TENSOROP_REQUIRE_GPU` is not `1`.
+    fn gpu(test: &str) -> Option<Gpu> {
+        device::quiet_driver_probes();
+        match Gpu::open(&WgpuTuning::default()) {
+            Ok(g) => Some(g),
+            Err(e) if std::env::var("TENSOROP_REQUIRE_GPU").as_deref() == Ok("1") => {
+                panic!("{test}: no GPU adapter and TENSOROP_REQUIRE_GPU=1: {e:#}")
+            }
+            Err(e) => {
+                eprintln!("SKIPPED {test}: no GPU adapter ({e:#})");
+                None
+            }
+        }
+    }
+
+    /// What the kernel's `input_offsets` gives for positions `[start, start + n)` of `iter`, in
+    /// 64 bits (`wide`) or 32, with the uniform block filled as a run fills it.
+    fn gpu_offsets(gpu: &Gpu, iter: &Iteration, wide: bool, start: u64, n: u64) -> Vec<[u64; 2]> {
+        let dims = Layout::dims(iter).expect("a shape the wgpu backend takes");
+        let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
+        let layout = Layout {
+            dims,
+            strides: words(0),
+            strides_hi: words(32),
+            wide,
+            chunk: n,
+            feeds: [Feed::Resident, Feed::Resident],
+        };
+        let mut params = layout.params(iter, start, n);
+        params.windowed = 0;
+        let dummy = gpu.resident_buffer(&[0; 4]);
+        let src = shader::offsets_source();
+        let kernel = Kernel::from_source(gpu, src, 1, [Some(&dummy), Some(&dummy)], [0, 0], n * 16, 1);
+        let mut timing = ChunkTiming::default();
+        let idx = kernel.submit(gpu, 0, &params, [None, None], n * 16, &mut timing);
+        let mut words = Vec::new();
+        kernel
+            .collect(gpu, 0, idx, n * 16, &mut timing, &mut |bytes| {
+                words.extend(bytes.chunks_exact(4).map(|w| u64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))));
+                Ok(())
+            })
+            .expect("the offsets download");
+        words.chunks_exact(4).map(|w| [w[0] | w[1] << 32, w[2] | w[3] << 32]).collect()
+    }
+
+    /// Checks positions `[start, start + n)` of `iter` against the CPU's offsets (modulo 2^64).
+    fn check(gpu: &Gpu, what: &str, iter: &Iteration, wide: bool, start: u64, n: u64) {
+        let got = gpu_offsets(gpu, iter, wide, start, n);
+        for (l, g) in got.iter().enumerate() {
+            let idx = iter.unravel(start + l as u64);
+            let want = [0, 1].map(|i| {
+                idx.iter().zip(&iter.strides[i]).fold(0u64, |acc, (&c, &s)| acc.wrapping_add(c.wrapping_mul(s)))
+            });
+            assert_eq!(
+                *g,
+                want,
+                "{what}: position {} (coordinates {idx:?}) of dims {:?}, strides {:?}",
+                start + l as u64,
+                iter.dims,
+                iter.strides
+            );
+        }
+    }
+
+    fn iteration(dims: &[u64], a: &[u64], b: &[u64]) -> Iteration {
+        Iteration { dims: dims.to_vec(), strides: [a.to_vec(), b.to_vec()] }
+    }
+
+    /// The 64-bit offset arithmetic of outputs of 2^32 elements or more, at its seams: flat
+    /// indices and offsets crossing 2^32, coordinates carried across dimensions (several at
+    /// once), a dimension of 2^32 - 1 whose coordinate plus a position's overflows u32, strides
+    /// with high words, products whose 16-bit limbs carry, the outermost dimension wider than
+    /// u32 that no input steps through, and random shapes. No data: the kernel writes offsets.
+    #[test]
+    fn wide_offsets_match_the_cpu_at_their_seams() {
+        let Some(gpu) = gpu("wide_offsets_match_the_cpu_at_their_seams") else { return };
+        let m = u64::from(u32::MAX);
+        let n = 4096;
+        // [3, 2^32 - 1, 3]: A in C order, B with a stride of 2^32 + 7 innermost.
+        let it = iteration(&[3, m, 3], &[3 * m, 3, 1], &[1, 0, (1 << 32) + 7]);
+        let total = 9 * m;
+        for start in [0, 3 * m - 50, (1 << 32) - 10, 3 * (m - 4), 3 * m + 3 * (m - 1000), total - n] {
+            check(&gpu, "dimension of 2^32 - 1", &it, true, start, n);
+        }
+        // A dimension wider than u32 that no input steps through.
+        let it = iteration(&[(1 << 33) + 5, 5, 7], &[0, 7, 1], &[0, 0, 1]);
+        for start in [0, (1 << 32) * 35 - 100, ((1 << 33) + 4) * 35] {
+            check(&gpu, "outermost dimension of 2^33 + 5", &it, true, start, n.min(35 * ((1 << 33) + 5) - start));
+        }
+        // Strides whose products carry across the 16-bit limbs and into the high word.
+        let it = iteration(
+            &[1 << 20, 1 << 20, 16],
+            &[(1 << 42) + 3, (1 << 24) - 1, m],
+            &[(1 << 40) - 1, (1 << 33) + (1 << 31), 0],
+        );
+        for start in [0, (1 << 24) - 17, (1 << 36) - 4000, (1 << 44) - n] {
+            check(&gpu, "carrying products", &it, true, start, n);
+        }
+        // Random shapes of 2^32 elements or more, random strides below 2^40, random starts.
+        let mut rng = Lcg(0x5eed);
+        for case in 0..24 {
+            let rank = 1 + rng.next() as usize % 5;
+            let mut dims: Vec<u64> = (0..rank).map(|_| 1 + rng.next() % 3000).collect();
+            while dims.iter().product::<u64>() < 1 << 32 {
+                dims[rng.next() as usize % rank] *= 2 + rng.next() % 7;
+            }
+            if dims.iter().any(|&d| d > m) {
+                continue;
+            }
+            let strides = |rng: &mut Lcg| {
+                (0..rank).map(|_| if rng.next() % 4 == 0 { 0 } else { rng.next() % (1 << 40) }).collect::<Vec<_>>()
+            };
+            let (a, b) = (strides(&mut rng), strides(&mut rng));
+            let it = iteration(&dims, &a, &b);
+            let total: u64 = dims.iter().product();
+            let start = rng.next() % (total - n);
+            check(&gpu, &format!("random case {case}"), &it, true, start, n);
+        }
+        // The 32-bit path, for comparison: a small output.
+        let it = iteration(&[7, 300, 5], &[1500, 5, 1], &[0, 1, 300]);
+        check(&gpu, "32-bit offsets", &it, false, 0, 7 * 300 * 5);
+    }
 }

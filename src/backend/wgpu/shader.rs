@@ -169,6 +169,16 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
     src
 }
 
+/// A kernel that computes nothing but writes each chunk position's 64-bit input offsets
+/// (`wgsl/offsets_probe.wgsl`): the offset arithmetic on its own, for the tests.
+#[cfg(test)]
+pub(super) fn offsets_source() -> String {
+    format!(
+        "const WORKGROUP: u32 = {WORKGROUP}u;\nconst MAX_INTERVALS: u32 = {MAX_INTERVALS}u;\nalias Word = u32;\n\n{PARAMS}\n{}",
+        include_str!("wgsl/offsets_probe.wgsl")
+    )
+}
+
 /// [`Steps`] over WGSL: each step appends a `let` to the function body and names its value.
 struct WgslSteps {
     body: String,

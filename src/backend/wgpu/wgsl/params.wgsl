@@ -36,55 +36,62 @@ const INTERVAL_SLOTS: u32 = 2u * MAX_INTERVALS;
 @group(0) @binding(2) var<storage, read> B: array<Word>;
 @group(0) @binding(3) var<storage, read_write> O: array<Word>;
 
-// Element offsets of both inputs for chunk position l.
+// Element offsets in their input's storage of chunk position l, 64 bits each (low word, high
+// word), A's then B's; used only for inputs not uploaded in output order.
+fn input_offsets(l: u32) -> vec4<u32> {
+    var xa = vec2<u32>(0u, 0u);
+    var xb = vec2<u32>(0u, 0u);
+    if (p.wide == 0u) {
+        // Flat output index and every offset fit in u32.
+        var rem = p.base + l;
+        for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+            let q = u32(k) >> 2u;
+            let r = u32(k) & 3u;
+            let d = p.dims[q][r];
+            let i = rem % d;
+            rem = rem / d;
+            xa.x = xa.x + i * p.strides_a[q][r];
+            xb.x = xb.x + i * p.strides_b[q][r];
+        }
+    } else {
+        // Outputs of 2^32 elements or more: the chunk's first coordinates plus l's, with
+        // carries, and 64-bit offsets.
+        var rem = l;
+        var carry = 0u;
+        for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+            let q = u32(k) >> 2u;
+            let r = u32(k) & 3u;
+            let d = p.dims[q][r];
+            let base = p.base_coords[q][r];
+            let t = base + rem % d;
+            rem = rem / d;
+            let t2 = t + carry;
+            var c = t2;
+            carry = 0u;
+            if (t < base || t2 < t || t2 >= d) {
+                c = t2 - d;
+                carry = 1u;
+            }
+            xa = add64(xa, mul_wide(c, vec2<u32>(p.strides_a[q][r], p.strides_hi[q][r])));
+            xb = add64(xb, mul_wide(c, vec2<u32>(p.strides_b[q][r], p.strides_hi[8u + q][r])));
+        }
+    }
+    return vec4<u32>(xa, xb);
+}
+
+// Element offsets of both inputs for chunk position l, in the buffers bound as A and B.
 fn offsets(l: u32) -> vec2<u32> {
     var oa = l;
     var ob = l;
     if (p.chunk_local != 3u) {
-        var xa = vec2<u32>(0u, 0u);
-        var xb = vec2<u32>(0u, 0u);
-        if (p.wide == 0u) {
-            // Flat output index and every offset fit in u32.
-            var rem = p.base + l;
-            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
-                let q = u32(k) >> 2u;
-                let r = u32(k) & 3u;
-                let d = p.dims[q][r];
-                let i = rem % d;
-                rem = rem / d;
-                xa.x = xa.x + i * p.strides_a[q][r];
-                xb.x = xb.x + i * p.strides_b[q][r];
-            }
-        } else {
-            // Outputs of 2^32 elements or more: the chunk's first coordinates plus l's, with
-            // carries, and 64-bit offsets.
-            var rem = l;
-            var carry = 0u;
-            for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
-                let q = u32(k) >> 2u;
-                let r = u32(k) & 3u;
-                let d = p.dims[q][r];
-                let base = p.base_coords[q][r];
-                let t = base + rem % d;
-                rem = rem / d;
-                let t2 = t + carry;
-                var c = t2;
-                carry = 0u;
-                if (t < base || t2 < t || t2 >= d) {
-                    c = t2 - d;
-                    carry = 1u;
-                }
-                xa = add64(xa, mul_wide(c, vec2<u32>(p.strides_a[q][r], p.strides_hi[q][r])));
-                xb = add64(xb, mul_wide(c, vec2<u32>(p.strides_b[q][r], p.strides_hi[8u + q][r])));
-            }
-        }
+        let x = input_offsets(l);
         if ((p.chunk_local & 1u) == 0u) {
-            oa = xa.x;
-            if ((p.windowed & 1u) != 0u) { oa = window(0u, xa); }
+            oa = x.x;
+            if ((p.windowed & 1u) != 0u) { oa = window(0u, x.xy); }
         }
         if ((p.chunk_local & 2u) == 0u) {
-            ob = xb.x;
-            if ((p.windowed & 2u) != 0u) { ob = window(1u, xb); }
+            ob = x.z;
+            if ((p.windowed & 2u) != 0u) { ob = window(1u, x.zw); }
         }
     }
     return vec2<u32>(oa, ob);
