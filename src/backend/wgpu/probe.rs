@@ -42,7 +42,7 @@ impl Gpu {
         let d = &self.device;
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("tensorop f16 probe"),
-            source: wgpu::ShaderSource::Wgsl(shader::F16_PROBE.into()),
+            source: wgpu::ShaderSource::Wgsl(shader::F16_PROBE.text()),
         });
         let pipeline = compute_pipeline(d, &module);
         use wgpu::BufferUsages as U;

@@ -74,8 +74,38 @@ pub struct Params {
     pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
 }
 
+/// One file of `wgsl/`, compiled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// The file's name in `wgsl/`.
+    pub file: &'static str,
+    text: &'static str,
+}
+
+/// The [`Part`] for a file of `wgsl/`.
+macro_rules! wgsl {
+    ($file:literal) => {
+        Part { file: $file, text: include_str!(concat!("wgsl/", $file)) }
+    };
+}
+
+impl Part {
+    /// The WGSL text. Built with the `wgsl-mutants` feature (for the shader mutation runner,
+    /// docs/testing.md), a file of the same name in the directory `TENSOROP_WGSL_DIR` replaces
+    /// the compiled-in text; release builds never read shaders from disk.
+    pub fn text(self) -> std::borrow::Cow<'static, str> {
+        #[cfg(feature = "wgsl-mutants")]
+        if let Some(dir) = std::env::var_os("TENSOROP_WGSL_DIR") {
+            if let Ok(text) = std::fs::read_to_string(std::path::Path::new(&dir).join(self.file)) {
+                return text.into();
+            }
+        }
+        self.text.into()
+    }
+}
+
 /// The shared part of every kernel.
-const PARAMS: &str = include_str!("wgsl/params.wgsl");
+const PARAMS: Part = wgsl!("params.wgsl");
 
 /// How a kernel stores elements: the storage part and its entry point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,11 +120,11 @@ enum Storage {
 
 impl Storage {
     /// The WGSL parts, after the prelude and the shared part.
-    fn parts(self) -> &'static [&'static str] {
+    fn parts(self) -> &'static [Part] {
         match self {
-            Storage::Direct { .. } => &[include_str!("wgsl/direct.wgsl"), include_str!("wgsl/element.wgsl")],
-            Storage::Words64 => &[include_str!("wgsl/words64.wgsl"), include_str!("wgsl/element.wgsl")],
-            Storage::Packed { .. } => &[include_str!("wgsl/packed.wgsl")],
+            Storage::Direct { .. } => &[wgsl!("direct.wgsl"), wgsl!("element.wgsl")],
+            Storage::Words64 => &[wgsl!("words64.wgsl"), wgsl!("element.wgsl")],
+            Storage::Packed { .. } => &[wgsl!("packed.wgsl")],
         }
     }
 
@@ -109,13 +139,13 @@ impl Storage {
 }
 
 /// Arithmetic parts: element conversions and rounding, and the primitive steps.
-const IDENTITY: &str = include_str!("wgsl/identity.wgsl");
-const NATIVE_STEPS: &str = include_str!("wgsl/native_steps.wgsl");
+const IDENTITY: Part = wgsl!("identity.wgsl");
+const NATIVE_STEPS: Part = wgsl!("native_steps.wgsl");
 
 /// How a kernel computes for one dtype with the device's native features: its storage, the
 /// arithmetic type `Wide`, and the arithmetic parts. Without a feature the dtype is emulated on
 /// `u32` words (float64: `float64_words.wgsl`, IEEE binary64 in integer operations).
-fn kind(dtype: DType, native: Native) -> (Storage, &'static str, [&'static str; 2]) {
+fn kind(dtype: DType, native: Native) -> (Storage, &'static str, [Part; 2]) {
     use DType::*;
     let u32_word = Storage::Direct { word: "u32" };
     let wrapping = [IDENTITY, NATIVE_STEPS];
@@ -124,14 +154,12 @@ fn kind(dtype: DType, native: Native) -> (Storage, &'static str, [&'static str; 
         I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", wrapping),
         I32 | U32 => (u32_word, "u32", wrapping),
         I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, "u64", wrapping),
-        I64 | U64 => (Storage::Words64, "vec2<u32>", [IDENTITY, include_str!("wgsl/int64_words.wgsl")]),
-        F16 if native.f16 => {
-            (Storage::Direct { word: "f16" }, "f32", [include_str!("wgsl/float16.wgsl"), NATIVE_STEPS])
-        }
-        F16 => (Storage::Packed { lanes: 2 }, "f32", [include_str!("wgsl/float16_bits.wgsl"), NATIVE_STEPS]),
-        F32 => (u32_word, "f32", [include_str!("wgsl/float32_bits.wgsl"), NATIVE_STEPS]),
+        I64 | U64 => (Storage::Words64, "vec2<u32>", [IDENTITY, wgsl!("int64_words.wgsl")]),
+        F16 if native.f16 => (Storage::Direct { word: "f16" }, "f32", [wgsl!("float16.wgsl"), NATIVE_STEPS]),
+        F16 => (Storage::Packed { lanes: 2 }, "f32", [wgsl!("float16_bits.wgsl"), NATIVE_STEPS]),
+        F32 => (u32_word, "f32", [wgsl!("float32_bits.wgsl"), NATIVE_STEPS]),
         F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", [IDENTITY, NATIVE_STEPS]),
-        F64 => (Storage::Words64, "vec2<u32>", [IDENTITY, include_str!("wgsl/float64_words.wgsl")]),
+        F64 => (Storage::Words64, "vec2<u32>", [IDENTITY, wgsl!("float64_words.wgsl")]),
     }
 }
 
@@ -162,7 +190,7 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
     }
     for part in [PARAMS].iter().chain(storage.parts()).chain(&arith) {
         src.push('\n');
-        src.push_str(part);
+        src.push_str(&part.text());
     }
     src.push('\n');
     src.push_str(&op_function(sem.formula()));
@@ -174,8 +202,9 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
 #[cfg(test)]
 pub(super) fn offsets_source() -> String {
     format!(
-        "const WORKGROUP: u32 = {WORKGROUP}u;\nconst MAX_INTERVALS: u32 = {MAX_INTERVALS}u;\nalias Word = u32;\n\n{PARAMS}\n{}",
-        include_str!("wgsl/offsets_probe.wgsl")
+        "const WORKGROUP: u32 = {WORKGROUP}u;\nconst MAX_INTERVALS: u32 = {MAX_INTERVALS}u;\nalias Word = u32;\n\n{}\n{}",
+        PARAMS.text(),
+        wgsl!("offsets_probe.wgsl").text()
     )
 }
 
@@ -216,7 +245,7 @@ fn op_function(formula: Formula) -> String {
 
 /// The probe for native float16: `Y[i] = f16(X[i])` and `Z[i] = f32(H[i])`, compared on the
 /// host with the CPU's exact conversions.
-pub const F16_PROBE: &str = include_str!("wgsl/probe_f16.wgsl");
+pub const F16_PROBE: Part = wgsl!("probe_f16.wgsl");
 
 #[cfg(test)]
 mod tests {
@@ -248,7 +277,7 @@ mod tests {
                 }
             }
         }
-        validate(F16_PROBE, "f16 probe");
+        validate(&F16_PROBE.text(), "f16 probe");
     }
 
     /// `Params` in WGSL, read back by naga: each member's name, byte offset and size, as the
