@@ -367,6 +367,31 @@ fn wgpu_streams_many_chunks_in_order() {
     }
 }
 
+/// Chunks of more workgroups than a dispatch dimension holds are dispatched in two dimensions
+/// (with the default chunk size only on devices with small limits, or with larger
+/// `TENSOROP_WGPU_CHUNK_BYTES`): the cap of 2 per dimension makes small inputs take that path,
+/// every storage kind, native and emulated.
+#[test]
+fn wgpu_dispatches_in_two_dimensions() {
+    if !common::gpu_available("wgpu_dispatches_in_two_dimensions") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let mut rng = Rng(11);
+    for (kind, size, float) in [("u1", 1, false), ("i2", 2, false), ("f2", 2, true), ("f4", 4, true), ("f8", 8, true)] {
+        write_npy(&dir.path("a.npy"), kind, size, &[37, 101], false, false, &mut rng);
+        write_npy(&dir.path("b.npy"), kind, size, &[101], false, false, &mut rng);
+        for emulate in ["0", "1"] {
+            let env = [("TENSOROP_WGPU_MAX_GROUPS", "2"), ("TENSOROP_WGPU_EMULATE", emulate)];
+            let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q"];
+            let what = format!("{kind} [37, 101] - [101], two-dimensional dispatch, emulate {emulate}");
+            if let Err(e) = compare_case(dir.root(), &args, size, float, &env, &what) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
 #[test]
 fn wgpu_report_names_the_device_and_gpu_timings() {
     if !common::gpu_available("wgpu_report_names_the_device_and_gpu_timings") {

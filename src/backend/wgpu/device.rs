@@ -139,6 +139,12 @@ impl Gpu {
         self.tuning.resident_bytes.min(self.max_binding()).min(u64::from(u32::MAX))
     }
 
+    /// The most workgroups a kernel's dispatch uses per dimension: the device's limit, or less
+    /// with `TENSOROP_WGPU_MAX_GROUPS`.
+    pub(super) fn groups_per_dimension(&self) -> u32 {
+        self.limits.max_compute_workgroups_per_dimension.min(self.tuning.max_groups).max(1)
+    }
+
     /// The largest buffer one binding can hold.
     pub(super) fn max_binding(&self) -> u64 {
         self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)

@@ -148,7 +148,7 @@ impl Kernel {
         let t = Instant::now();
         let invocations = params.n.div_ceil(self.per);
         let groups = invocations.div_ceil(WORKGROUP).max(1);
-        let max = gpu.limits.max_compute_workgroups_per_dimension.max(1);
+        let max = gpu.groups_per_dimension();
         let (x, y) = if groups <= max { (groups, 1) } else { (max, groups.div_ceil(max)) };
         let mut enc = gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tensorop") });
         {

@@ -88,7 +88,7 @@ impl Layout {
         let dims = Layout::dims(iter)?;
         let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
         let es = job.dtype.size() as u64;
-        let grid = u64::from(gpu.limits.max_compute_workgroups_per_dimension).pow(2) * u64::from(WORKGROUP);
+        let grid = u64::from(gpu.groups_per_dimension()).pow(2) * u64::from(WORKGROUP);
         let per = u64::from(elements_per_invocation(job.dtype, gpu.native(job.dtype)));
         let chunk = (gpu.max_binding().min(gpu.tuning.chunk_bytes.max(16)) / es).min(grid * per).min(total) / 4 * 4;
         Ok(Layout {

@@ -18,6 +18,10 @@ pub const CHUNK_ENV: &str = "TENSOROP_WGPU_CHUNK_BYTES";
 /// (default [`RESIDENT_BYTES`]).
 pub const RESIDENT_ENV: &str = "TENSOROP_WGPU_RESIDENT_BYTES";
 
+/// Workgroups: the most per dispatch dimension (default, and at most, the device's limit), so
+/// that small tests reach the two-dimensional dispatch of large chunks.
+pub const GROUPS_ENV: &str = "TENSOROP_WGPU_MAX_GROUPS";
+
 /// Largest chunk of output per dispatch, whatever the device allows: bounds host memory.
 pub const MAX_CHUNK_BYTES: u64 = 4 << 20;
 
@@ -32,6 +36,8 @@ pub struct WgpuTuning {
     pub wide: bool,
     pub chunk_bytes: u64,
     pub resident_bytes: u64,
+    /// Cap on workgroups per dispatch dimension.
+    pub max_groups: u32,
 }
 
 impl Default for WgpuTuning {
@@ -43,6 +49,7 @@ impl Default for WgpuTuning {
             wide: false,
             chunk_bytes: MAX_CHUNK_BYTES,
             resident_bytes: RESIDENT_BYTES,
+            max_groups: u32::MAX,
         }
     }
 }
@@ -78,12 +85,20 @@ impl WgpuTuning {
                 Err(_) => bail!("{name}={v} is not a byte count; give a whole number such as 65536"),
             },
         };
+        let groups = match value(GROUPS_ENV) {
+            None => d.max_groups,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if n > 0 => n,
+                _ => bail!("{GROUPS_ENV}={v} is not a workgroup count; give a whole number from 1 to 4294967295"),
+            },
+        };
         Ok(WgpuTuning {
             api,
             emulate: switch(EMULATE_ENV)?,
             wide: switch(WIDE_ENV)?,
             chunk_bytes: bytes(CHUNK_ENV, d.chunk_bytes)?,
             resident_bytes: bytes(RESIDENT_ENV, d.resident_bytes)?,
+            max_groups: groups,
         })
     }
 }
@@ -115,12 +130,18 @@ mod tests {
 
     #[test]
     fn every_variable_is_parsed_the_same_way() {
-        let t =
-            with(&[(BACKEND_ENV, "gl"), (EMULATE_ENV, "1"), (WIDE_ENV, "0"), (CHUNK_ENV, "16"), (RESIDENT_ENV, "0")])
-                .unwrap();
+        let t = with(&[
+            (BACKEND_ENV, "gl"),
+            (EMULATE_ENV, "1"),
+            (WIDE_ENV, "0"),
+            (CHUNK_ENV, "16"),
+            (RESIDENT_ENV, "0"),
+            (GROUPS_ENV, "3"),
+        ])
+        .unwrap();
         assert_eq!(t.api, wgpu::Backends::GL);
         assert!(t.emulate && !t.wide);
-        assert_eq!((t.chunk_bytes, t.resident_bytes), (16, 0));
+        assert_eq!((t.chunk_bytes, t.resident_bytes, t.max_groups), (16, 0, 3));
     }
 
     #[test]
@@ -131,6 +152,7 @@ mod tests {
             (WIDE_ENV, "true", "use 1"),
             (CHUNK_ENV, "4MiB", "byte count"),
             (RESIDENT_ENV, "-1", "byte count"),
+            (GROUPS_ENV, "0", "workgroup count"),
         ] {
             let msg = with(&[(var, v)]).unwrap_err().to_string();
             assert!(msg.contains(&format!("{var}={v}")) && msg.contains(says), "{msg}");
