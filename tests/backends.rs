@@ -257,6 +257,65 @@ fn float64_is_exact_on_wgpu_with_and_without_shader_f64() {
     assert_eq!(report["backend"]["features_emulated"], serde_json::json!(["SHADER_F64"]), "{report}");
 }
 
+/// 2^k as a float64, subnormals included (k from -1074 to 1023).
+fn pow2(k: i32) -> f64 {
+    if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1 << (k + 1074))
+    }
+}
+
+/// float64 pairs at the emulated addition's rounding seams. For x of an even and an odd
+/// significand, the largest significand and the largest finite value (whose rounding up
+/// overflows), and every distance n from 1 to 64 between x's exponent and y's: y with a bit on
+/// x's rounding point (half an ulp of x) and, one at a time, its last bit added or taken away,
+/// so that the sum or difference is a tie, just above one or just below, with the bits below
+/// the guard bits (the sticky bit) deciding. Each pair both ways round, with both signs of
+/// either operand: effective additions and subtractions alike.
+fn float64_rounding_seams() -> (Vec<f64>, Vec<f64>) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for x in [1.0, 1.0 + f64::EPSILON, 2.0 - f64::EPSILON, 1.5 * pow2(600), f64::MAX] {
+        let e = x.abs().log2().floor() as i32;
+        for n in 1..=64 {
+            let (lead, half) = (pow2(e - n), pow2(e - 53));
+            let tie = match n {
+                1..=52 => lead + half,
+                53 => half,
+                _ => lead,
+            };
+            for y in [tie, f64::from_bits(tie.to_bits() + 1), f64::from_bits(tie.to_bits() - 1)] {
+                for (p, q) in [(x, y), (y, x)] {
+                    for (sp, sq) in [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)] {
+                        a.push(sp * p);
+                        b.push(sq * q);
+                    }
+                }
+            }
+        }
+    }
+    // Squares with ties and near-ties below their 53 kept bits (d has 27 or 28 significant bits,
+    // so d * d has 54 or 55), scaled to normal, near-overflow and subnormal results.
+    for d in [(1u64 << 27) - 1, (1 << 27) + 1, (1 << 27) - 3, (1 << 27) + 3, 3 << 26 | 1, (1 << 26) + 1] {
+        for k in [-27, 480, 484, -540, -560] {
+            a.push(d as f64 * pow2(k));
+            b.push(0.0);
+        }
+    }
+    (a, b)
+}
+
+#[test]
+fn float64_emulation_is_exact_at_its_rounding_seams() {
+    if !common::gpu_available("float64_emulation_is_exact_at_its_rounding_seams") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let (a, b) = float64_rounding_seams();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    float64_matches(&dir, (&[a.len()], &bits(&a)), (&[b.len()], &bits(&b)), "rounding seams");
+}
+
 /// Writes `a` as a column and `b` as a row of raw little-endian elements of `descr` (every pair
 /// meets once), then [`every_op_matches`].
 fn all_pairs_match(dir: &common::Dir, descr: &str, size: usize, a: &[u64], b: &[u64]) {
