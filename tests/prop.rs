@@ -2,7 +2,9 @@
 //! broadcastable or not, both broadcast modes), all eleven dtypes, `sub`, `sqdiff` and
 //! `sqdiff --half-precision`, byte orders, storage orders and `.npy` versions, and element values
 //! drawn half from all bit patterns and half from the awkward ones (NaNs, infinities, signed
-//! zeros, subnormals, the largest finite values, integer extremes):
+//! zeros, subnormals, the largest finite values, integer extremes), or in one case of three all
+//! from a few values whose differences round at a seam of the arithmetic (ties and near-ties at
+//! every exponent distance; the integers' awkward values, 64-bit limb seams among them):
 //!
 //! - the CPU backend's output equals a plain scalar reference written here from the contract's
 //!   arithmetic table (with its own float16 conversions, not the `half` crate the tool uses) and
@@ -182,6 +184,76 @@ fn element(kind: char, size: usize) -> impl Strategy<Value = u64> {
     prop_oneof![any::<u64>().prop_map(move |v| v & mask), prop::sample::select(specials(kind, size))]
 }
 
+/// A float's bits from an f64 that the dtype holds exactly, or `None`.
+fn exact_bits(size: usize, v: f64) -> Option<u64> {
+    let back = match size {
+        2 => {
+            let h = f32_to_f16(v as f32);
+            (f64::from(f16_to_f32(h)), u64::from(h))
+        }
+        4 => (f64::from(v as f32), u64::from((v as f32).to_bits())),
+        _ => (v, v.to_bits()),
+    };
+    (back.0 == v).then_some(back.1)
+}
+
+/// A few values between which every difference rounds at a seam of the arithmetic, so that
+/// random cases drawn from them meet the seams in every pair (the boundary suites of
+/// tests/backends.rs, made random).
+///
+/// Floats: x (an even or odd significand, the largest one, or 1.5, at a random exponent) and y
+/// at a random exponent distance n below it with a bit on x's rounding point (half an ulp of x),
+/// as it is and with its last bit added or taken away, both signs. Integers: the awkward
+/// values, among them the 64-bit limb seams, so that every pair is awkward.
+fn seam_set(kind: char, size: usize) -> BoxedStrategy<Vec<u64>> {
+    if kind != 'f' {
+        return Just(specials(kind, size)).boxed();
+    }
+    // Stored significand bits, and the normal exponents' range.
+    let (p, emin, emax): (i32, i32, i32) = match size {
+        2 => (10, -14, 15),
+        4 => (23, -126, 127),
+        _ => (52, -1022, 1023),
+    };
+    let ulp = 2f64.powi(-p);
+    (prop::sample::select(vec![1.0, 1.0 + ulp, 2.0 - ulp, 1.5]), emin..=emax, 1..=p + 12)
+        .prop_map(move |(s, e, n)| {
+            let x = s * 2f64.powi(e);
+            let (lead, half) = (2f64.powi(e - n), 2f64.powi(e - p - 1));
+            let y = if n <= p {
+                lead + half
+            } else if n == p + 1 {
+                half
+            } else {
+                lead
+            };
+            let mut set = Vec::new();
+            for v in [Some(x), Some(y)].into_iter().flatten() {
+                if let Some(b) = exact_bits(size, v) {
+                    let sign = 1u64 << (size * 8 - 1);
+                    set.extend([b, b | sign]);
+                    if v == y && b > 1 {
+                        set.extend([b + 1, b - 1, (b + 1) | sign, (b - 1) | sign]);
+                    }
+                }
+            }
+            if set.is_empty() {
+                set.push(0);
+            }
+            set
+        })
+        .boxed()
+}
+
+/// Elements for inputs of `na` and `nb` elements: in two cases of three each drawn on its own
+/// ([`element`]), in the third all from one [`seam_set`].
+fn elements(kind: char, size: usize, na: usize, nb: usize) -> impl Strategy<Value = (Vec<u64>, Vec<u64>)> {
+    use prop::collection::vec;
+    let seams = seam_set(kind, size)
+        .prop_flat_map(move |set| (vec(prop::sample::select(set.clone()), na), vec(prop::sample::select(set), nb)));
+    prop_oneof![2 => (vec(element(kind, size), na), vec(element(kind, size), nb)).boxed(), 1 => seams.boxed()]
+}
+
 fn storage() -> impl Strategy<Value = Storage> {
     (any::<bool>(), prop::bool::weighted(0.3), prop::sample::select(vec![1u8, 1, 1, 2, 3]))
         .prop_map(|(big_endian, fortran, version)| Storage { big_endian, fortran, version })
@@ -198,18 +270,16 @@ fn case() -> impl Strategy<Value = Case> {
         .prop_flat_map(|(dtype, op, no_broadcast, (shape_a, shape_b), storage)| {
             let (kind, size) = DTYPES[dtype];
             let (na, nb) = (shape_a.iter().product::<usize>(), shape_b.iter().product::<usize>());
-            (prop::collection::vec(element(kind, size), na), prop::collection::vec(element(kind, size), nb)).prop_map(
-                move |(a, b)| Case {
-                    dtype,
-                    op,
-                    no_broadcast,
-                    shape_a: shape_a.clone(),
-                    shape_b: shape_b.clone(),
-                    storage,
-                    a,
-                    b,
-                },
-            )
+            elements(kind, size, na, nb).prop_map(move |(a, b)| Case {
+                dtype,
+                op,
+                no_broadcast,
+                shape_a: shape_a.clone(),
+                shape_b: shape_b.clone(),
+                storage,
+                a,
+                b,
+            })
         })
 }
 
