@@ -1247,30 +1247,38 @@ mod tests {
 
     #[test]
     fn integer_sums_of_any_size() {
-        let mut a = Accumulator::new(DType::U64);
-        let chunk = vec![u64::MAX; 1 << 16];
-        // 2^66 additions of u64::MAX would take too long; merge the partial sums instead.
-        a.add(&chunk);
-        for _ in 0..70 {
-            let b = a.clone();
-            a.merge(&b);
-        }
-        // (2^64 - 1) * 2^16 * 2^70.
-        let want = "1427247692705959880980914716994158869201551360".to_string();
-        let Some(Number::Int(v)) = a.finish().sum else { panic!("integer sum expected") };
-        assert_eq!(Number::int_digits(v), want);
-        let json = serde_json::to_string(&a.finish().sum).expect("json");
-        assert_eq!(json, want);
-        let mut n = Accumulator::new(DType::I64);
-        n.add(&vec![i64::MIN; 1 << 16]);
-        for _ in 0..70 {
-            let b = n.clone();
-            n.merge(&b);
-        }
-        let neg = match n.finish().sum {
+        let digits = |a: &Accumulator| match a.finish().sum {
             Some(Number::Int(v)) => Number::int_digits(v),
             _ => panic!("integer sum expected"),
         };
-        assert_eq!(neg, "-713623846352979940529142984724747568191373312", "-2^63 * 2^86");
+        // Partial sums merged by doubling, up to 2^63 elements (the most a count can reach
+        // without overflowing u64): (2^64 - 1) * 2^63 and -2^63 * 2^63, exact.
+        let mut a = Accumulator::new(DType::U64);
+        a.add(&vec![u64::MAX; 1 << 16]);
+        let mut n = Accumulator::new(DType::I64);
+        n.add(&vec![i64::MIN; 1 << 16]);
+        for _ in 0..47 {
+            let b = a.clone();
+            a.merge(&b);
+            let m = n.clone();
+            n.merge(&m);
+        }
+        assert_eq!(a.count, 1 << 63);
+        assert_eq!(digits(&a), "170141183460469231722463931679029329920");
+        let json = serde_json::to_string(&a.finish().sum).expect("json");
+        assert_eq!(json, "170141183460469231722463931679029329920");
+        assert_eq!(digits(&n), "-85070591730234615865843651857942052864", "-2^126");
+        // Past i128 either way: the carry into the high word, from a low word at its limits.
+        let mut a = Accumulator::new(DType::U64);
+        a.low = i128::MAX - 1;
+        a.add(&[u64::MAX, u64::MAX]);
+        assert_eq!(digits(&a), "170141183460469231768580791863303208956", "2^127 - 2 + 2 (2^64 - 1)");
+        let mut n = Accumulator::new(DType::I64);
+        n.low = i128::MIN + 1;
+        n.add(&[i64::MIN, i64::MIN]);
+        assert_eq!(digits(&n), "-170141183460469231750134047789593657343", "-2^127 + 1 - 2^64");
+        let b = n.clone();
+        n.merge(&b);
+        assert_eq!(digits(&n), "-340282366920938463500268095579187314686", "twice that");
     }
 }
