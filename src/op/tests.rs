@@ -100,13 +100,14 @@ type F16Form<'a> = (Operand<'a, f16>, Operand<'a, f16>, &'a dyn Fn(usize) -> f16
 
 #[test]
 fn float16_kernels_handle_every_tail_length_and_alignment() {
-    // Lengths 0..=37 and one long run, at three alignments, in every operand form; each
-    // output is prefilled so that a kernel writing past its end or skipping an element fails.
+    // Lengths 0..=37 and two long runs (the second ends inside the portable kernel's third
+    // 1024-element block), at three alignments, in every operand form; each output is prefilled
+    // so that a kernel writing past its end or skipping an element fails.
     let all: Vec<f16> = (0..=u16::MAX).map(|i| f16::from_bits(i.wrapping_mul(40503))).collect();
     let canary = f16::from_bits(0x7c3f);
     for (name, kernel) in F16_KERNELS {
         for sem in [SUB, SQ, SQH] {
-            for len in (0..38).chain([1001]) {
+            for len in (0..38).chain([1001, 2500]) {
                 for off in 0..3 {
                     let a = &all[1000 + off..1000 + off + len];
                     let b = &all[40000 + 2 * off..40000 + 2 * off + len];
