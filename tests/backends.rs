@@ -408,9 +408,16 @@ fn wgpu_streams_many_chunks_in_order() {
     }
     let dir = common::Dir::new();
     let mut rng = Rng(7);
-    // (A, B): B broadcast along the outer, a middle and the inner dimension, and both at once.
-    let shapes: [(&[usize], &[usize]); 4] =
-        [(&[37, 101], &[101]), (&[6, 5, 37], &[6, 1, 37]), (&[9, 2, 3, 11], &[9, 1, 3, 1]), (&[7, 1], &[1, 13])];
+    // (A, B): B broadcast along the outer, a middle and the inner dimension, and both at once;
+    // and every other dimension, so that nine remain after merging (the uniform block holds
+    // four to a vector: the third vector is read).
+    let shapes: [(&[usize], &[usize]); 5] = [
+        (&[37, 101], &[101]),
+        (&[6, 5, 37], &[6, 1, 37]),
+        (&[9, 2, 3, 11], &[9, 1, 3, 1]),
+        (&[7, 1], &[1, 13]),
+        (&[2, 3, 2, 3, 2, 3, 2, 3, 2], &[2, 1, 2, 1, 2, 1, 2, 1, 2]),
+    ];
     for (kind, size, float) in [("u1", 1, false), ("f2", 2, true), ("f4", 4, true), ("i8", 8, false)] {
         for (sa, sb) in shapes {
             write_npy(&dir.path("a.npy"), kind, size, sa, false, false, &mut rng);
