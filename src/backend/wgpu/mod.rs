@@ -294,7 +294,9 @@ mod tests {
                 panic!("{test}: no GPU adapter and TENSOROP_REQUIRE_GPU=1: {e:#}")
             }
             Err(e) => {
-                eprintln!("SKIPPED {test}: no GPU adapter ({e:#})");
+                eprintln!(
+                    "skipping {test}: no GPU adapter ({e:#}) (set TENSOROP_REQUIRE_GPU=1 to make this a failure)"
+                );
                 None
             }
         }
