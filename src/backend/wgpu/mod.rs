@@ -84,22 +84,20 @@ struct Layout {
 
 impl Layout {
     fn new(gpu: &Gpu, job: &Job) -> Result<Layout> {
-        let (iter, total) = (&job.iter, job.iter.count());
-        let dims = Layout::dims(iter)?;
-        let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
+        let total = job.iter.count();
         let es = job.dtype.size() as u64;
         let grid = u64::from(gpu.groups_per_dimension()).pow(2) * u64::from(WORKGROUP);
         let per = u64::from(elements_per_invocation(job.dtype, gpu.native(job.dtype)));
         let chunk = (gpu.max_binding().min(gpu.tuning.chunk_bytes.max(16)) / es).min(grid * per).min(total) / 4 * 4;
-        Ok(Layout {
-            dims,
-            strides: words(0),
-            strides_hi: words(32),
-            // Below 2^32 output elements every index and offset fits in u32.
-            wide: total > u64::from(u32::MAX) || gpu.tuning.wide,
-            chunk: chunk.max(4.min(total)),
-            feeds: job.feeds,
-        })
+        // Below 2^32 output elements every index and offset fits in u32.
+        let wide = total > u64::from(u32::MAX) || gpu.tuning.wide;
+        Layout::of(&job.iter, wide, chunk.max(4.min(total)), job.feeds)
+    }
+
+    /// The layout of `iter`'s dimensions and strides, with the rest as given.
+    fn of(iter: &crate::shape::Iteration, wide: bool, chunk: u64, feeds: [Feed; 2]) -> Result<Layout> {
+        let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
+        Ok(Layout { dims: Layout::dims(iter)?, strides: words(0), strides_hi: words(32), wide, chunk, feeds })
     }
 
     /// The merged dimensions as the uniform block holds them (u32).
@@ -305,18 +303,9 @@ mod tests {
     /// What the kernel's `input_offsets` gives for positions `[start, start + n)` of `iter`, in
     /// 64 bits (`wide`) or 32, with the uniform block filled as a run fills it.
     fn gpu_offsets(gpu: &Gpu, iter: &Iteration, wide: bool, start: u64, n: u64) -> Vec<[u64; 2]> {
-        let dims = Layout::dims(iter).expect("a shape the wgpu backend takes");
-        let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
-        let layout = Layout {
-            dims,
-            strides: words(0),
-            strides_hi: words(32),
-            wide,
-            chunk: n,
-            feeds: [Feed::Resident, Feed::Resident],
-        };
-        let mut params = layout.params(iter, start, n);
-        params.windowed = 0;
+        let layout =
+            Layout::of(iter, wide, n, [Feed::Resident, Feed::Resident]).expect("a shape the wgpu backend takes");
+        let params = layout.params(iter, start, n);
         let dummy = gpu.resident_buffer(&[0; 4]);
         let src = shader::offsets_source();
         let kernel = Kernel::from_source(gpu, src, 1, [Some(&dummy), Some(&dummy)], [0, 0], n * 16, 1);
