@@ -405,9 +405,11 @@ fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
 /// With AVX2 both passes are written with intrinsics, and the census's scalar histogram
 /// increments run beside its vector work. Better still, the two windows are guessed from the
 /// previous block (its largest binade, with one binade of room) and summed in the census's own
-/// pass; the histogram then says whether they held every value, and a block they did not is
-/// summed again as above. Each window's float64 total goes into the exact buckets, so the
-/// result is the same integer sum as the general path's, whatever the windows were.
+/// pass; the histogram then says whether they held every value. A few values below them (at
+/// most `STRAGGLERS` per block, as the smallest squared differences of normal data often are)
+/// are found by a cheap scan and added one by one; a block with more, or with a value above
+/// them, is summed again as above. Each window's float64 total goes into the exact buckets, so
+/// the result is the same integer sum as the general path's, whatever the windows were.
 mod windowed {
     use super::{add_packed_block, binade, Accumulator};
 
@@ -419,6 +421,9 @@ mod windowed {
     pub(super) const WINDOW: u32 = 17;
     const _: () = assert!(WINDOW + 36 <= 53 && BLOCK == 1 << 13);
 
+    /// The most values below the guessed windows that are added one by one (`add_below`); a
+    /// block with more is summed again from its largest binade.
+    const STRAGGLERS: u64 = 256;
     /// Lanes of the window sums.
     const LANES: usize = 16;
     /// Copies of the histogram, used in turn: consecutive values usually share a binade.
@@ -572,15 +577,26 @@ mod windowed {
         let highest = below(255);
         // The next guess leaves one binade of room above this block's highest.
         acc.window_hint = highest.map_or(guess, |top| top.saturating_sub(WINDOW - 2).max(1));
-        let fits = |lo: u32| {
+        // The guessed windows held every value but a few below them (at most [`STRAGGLERS`]):
+        // those few are found by a scan and added one by one, which costs less than summing
+        // the block again.
+        let stragglers = |lo: u32| {
             let floor = lo.saturating_sub(WINDOW);
-            highest.map_or(true, |top| top < lo + WINDOW) && (floor <= 1 || below(floor).is_none())
+            let fits_above = highest.map_or(true, |top| top < lo + WINDOW);
+            let under = match floor {
+                0 | 1 => 0,
+                _ => subnormal + bins[1..floor as usize].iter().sum::<u64>(),
+            };
+            (fits_above && under <= STRAGGLERS).then_some((under, start(floor)))
         };
         let mut bounds = [SPECIAL, 0, 0];
         let mut next = highest;
-        if let Some((high, low)) = guessed.filter(|_| fits(guess)) {
+        if let Some(((high, low), (under, floor))) = guessed.zip(stragglers(guess)) {
             add_exact(acc, high);
             add_exact(acc, low);
+            if under > 0 {
+                add_below(acc, block, floor);
+            }
             next = None;
         }
         while let Some(top) = next {
@@ -739,6 +755,28 @@ mod windowed {
             }
             (keys, (h, l))
         }
+    }
+
+    /// Adds the values of `block` whose magnitude bits are non-zero and below `floor`, one by
+    /// one, exactly. The scan tests groups of [`LANES`] without a branch per value, so the
+    /// compiler vectorises it; only a group that holds such a value is looked at again.
+    fn add_below(acc: &mut Accumulator, block: &[f32], floor: u32) {
+        // 0 < a < floor, as one unsigned comparison: a = 0 wraps to the top.
+        let under = |x: &f32| (x.to_bits() & ABS).wrapping_sub(1) < floor.saturating_sub(1);
+        let mut groups = block.chunks_exact(LANES);
+        let mut one = |group: &[f32]| {
+            for x in group.iter().filter(|x| under(x)) {
+                if let Some((e, m)) = super::split::<f32>(acc, u64::from(x.to_bits())) {
+                    acc.buckets[super::bucket::<f32>(e)] += i128::from(m);
+                }
+            }
+        };
+        for group in &mut groups {
+            if group.iter().fold(false, |any, x| any | under(x)) {
+                one(group);
+            }
+        }
+        one(groups.remainder());
     }
 
     /// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
@@ -1076,6 +1114,20 @@ mod tests {
         let n = 3 * windowed::BLOCK + 13;
         let finite = |b: u32| if b & 0x7f80_0000 == 0x7f80_0000 { b & 0xff7f_ffff } else { b };
         let uniform = |r: u64| (r >> 40) as f32 / (1u64 << 24) as f32;
+        // Blocks whose largest binade is 120, with `k` values below the windows that the
+        // previous block's guess gives.
+        let below_windows = |k: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| {
+                    let (i, r) = (i % windowed::BLOCK, (i as u32).wrapping_mul(2_654_435_761));
+                    f32::from_bits(match i {
+                        0 => 120 << 23,
+                        _ if i <= k => (60 + r % 27) << 23 | r & 0x807f_ffff,
+                        _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
+                    })
+                })
+                .collect()
+        };
         let mut cases: Vec<(&str, Vec<f32>)> = vec![
             ("random finite bits", (0..n).map(|_| f32::from_bits(finite(next() as u32))).collect()),
             ("squares", (0..n).map(|_| (uniform(next()) - uniform(next())).powi(2)).collect()),
@@ -1179,6 +1231,30 @@ mod tests {
                     })
                     .collect(),
             ),
+            // A few values below the windows guessed from the last block (88 to 121), added
+            // one by one: the largest just below them, a subnormal and a negative one; the
+            // smallest value in them and a zero are not among them.
+            (
+                "a few below the windows",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32;
+                        f32::from_bits(match i % windowed::BLOCK {
+                            0 => 120 << 23 | r & 0x7f_ffff,
+                            1 => 87 << 23 | 0x7f_ffff,
+                            2 => r & 0x7f_ffff | 1,
+                            3 => 1 << 31 | 50 << 23 | r & 0x7f_ffff,
+                            4 => 88 << 23,
+                            5 => 0,
+                            _ => (90 + r % 30) << 23 | r & 0x807f_ffff,
+                        })
+                    })
+                    .collect(),
+            ),
+            // As many below the windows as are added one by one, and one more: the block is
+            // then summed again from its largest binade.
+            ("as many below as are added one by one", below_windows(256)),
+            ("too many below the windows", below_windows(257)),
             ("zeros", vec![0.0; n]),
             ("negative zeros", vec![-0.0; n]),
         ];
