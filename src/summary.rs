@@ -582,7 +582,7 @@ mod windowed {
         // the block again.
         let stragglers = |lo: u32| {
             let floor = lo.saturating_sub(WINDOW);
-            let fits_above = highest.map_or(true, |top| top < lo + WINDOW);
+            let fits_above = highest.is_none_or(|top| top < lo + WINDOW);
             let under = match floor {
                 0 | 1 => 0,
                 _ => subnormal + bins[1..floor as usize].iter().sum::<u64>(),

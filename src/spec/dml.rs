@@ -47,9 +47,9 @@ pub fn descriptors(op: Op, row: &SupportRow, dtype: DType, shape: &[u64], stride
     // leading 1s (as the dimension_count check says).
     let rank = shape.len().max(1).max(row.ranks.0);
     let pad = rank - shape.len();
-    let sizes: Vec<u64> = std::iter::repeat(1).take(pad).chain(shape.iter().copied()).collect();
+    let sizes: Vec<u64> = std::iter::repeat_n(1, pad).chain(shape.iter().copied()).collect();
     let input = |s: &Vec<u64>| {
-        let strides: Vec<u64> = std::iter::repeat(0).take(pad).chain(s.iter().copied()).collect();
+        let strides: Vec<u64> = std::iter::repeat_n(0, pad).chain(s.iter().copied()).collect();
         tensor(dtype, &sizes, Some(strides))
     };
     Descriptors {

@@ -386,7 +386,9 @@ mod tests {
                 continue;
             }
             let strides = |rng: &mut Lcg| {
-                (0..rank).map(|_| if rng.next() % 4 == 0 { 0 } else { rng.next() % (1 << 40) }).collect::<Vec<_>>()
+                (0..rank)
+                    .map(|_| if rng.next().is_multiple_of(4) { 0 } else { rng.next() % (1 << 40) })
+                    .collect::<Vec<_>>()
             };
             let (a, b) = (strides(&mut rng), strides(&mut rng));
             let it = iteration(&dims, &a, &b);
