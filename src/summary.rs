@@ -409,7 +409,10 @@ fn add_packed_block<T: FloatBits>(acc: &mut Accumulator, block: &[T]) {
 /// most `STRAGGLERS` per block, as the smallest squared differences of normal data often are)
 /// are found by a cheap scan and added one by one; a block with more, or with a value above
 /// them, is summed again as above. Each window's float64 total goes into the exact buckets, so
-/// the result is the same integer sum as the general path's, whatever the windows were.
+/// the result is the same integer sum as the general path's, whatever the windows were. With
+/// AVX-512 that guessed pass keeps its histogram in registers instead of memory
+/// ([`Passes::counted`]), for the 40 binades around the windows; the values outside them are
+/// few or the block is taken again the AVX2 way. The unit tests run every path the CPU has.
 mod windowed {
     use super::{add_packed_block, binade, Accumulator};
 
@@ -448,15 +451,62 @@ mod windowed {
         fn census_and_sums(&self, block: &[f32], b: [u32; 3], counts: &mut Counts) -> ((i32, i32), (f64, f64)) {
             (self.census(block, counts), self.sums(block, b))
         }
+        /// The census and the sums of the windows guessed from `lo` in one pass that keeps its
+        /// counts in vector registers instead of memory, for the [`COUNTED`] binades from
+        /// `max(lo - WINDOW, 1)` only; `None` where the CPU has no such pass.
+        fn counted(&self, _block: &[f32], _lo: u32) -> Option<Counted> {
+            None
+        }
+    }
+
+    /// Binades that [`Passes::counted`] counts: the two windows' and six above them.
+    pub(super) const COUNTED: usize = 40;
+    const _: () = assert!(COUNTED >= 2 * WINDOW as usize && COUNTED.is_multiple_of(8));
+
+    /// What [`Passes::counted`] finds in a block.
+    pub(super) struct Counted {
+        /// The smallest and largest order keys.
+        keys: (i32, i32),
+        /// The sums of the two windows.
+        sums: (f64, f64),
+        /// Values per biased exponent, from `max(lo - WINDOW, 1)` up.
+        counts: [u64; COUNTED],
+        /// Values with biased exponent 0: zeros and subnormals.
+        zsub: u64,
     }
 
     pub(super) fn add(acc: &mut Accumulator, values: &[f32]) {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") {
+            if is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX2 and AVX-512F.
+                return unsafe { add_avx512(acc, values) };
+            }
             // SAFETY: the CPU has AVX2.
             return unsafe { add_avx2(acc, values) };
         }
         add_portable(acc, values);
+    }
+
+    /// A way of adding float32 values.
+    #[cfg(test)]
+    pub(super) type Path = fn(&mut Accumulator, &[f32]);
+
+    /// Every way of adding float32 values that this CPU can run, by name: the dispatched one
+    /// and the others, so that the tests compare them all.
+    #[cfg(test)]
+    pub(super) fn paths() -> Vec<(&'static str, Path)> {
+        let mut paths: Vec<(&'static str, Path)> = vec![("dispatched", add), ("portable", add_portable)];
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            paths.push(("avx2", |acc, v| unsafe { add_avx2(acc, v) }));
+            if is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX2 and AVX-512F.
+                paths.push(("avx512", |acc, v| unsafe { add_avx512(acc, v) }));
+            }
+        }
+        paths
     }
 
     /// [`add_block`] for any CPU.
@@ -473,6 +523,18 @@ mod windowed {
     unsafe fn add_avx2(acc: &mut Accumulator, values: &[f32]) {
         // SAFETY: the caller checked.
         let passes = unsafe { x86::Avx2::new() };
+        values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes));
+    }
+
+    /// [`add_block`] with the AVX2 passes and the AVX-512 [`Passes::counted`].
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f")]
+    unsafe fn add_avx512(acc: &mut Accumulator, values: &[f32]) {
+        // SAFETY: the caller checked.
+        let passes = unsafe { x86::Avx512::new() };
         values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes));
     }
 
@@ -545,10 +607,18 @@ mod windowed {
 
     #[inline(always)]
     fn add_block(acc: &mut Accumulator, block: &[f32], passes: &impl Passes) {
-        let mut counts = [[0u32; 256]; COPIES];
         // With a guess from the last block, its two windows are summed in the census's pass;
-        // the histogram then tells whether they held every value.
+        // the histogram then tells whether they held every value. Where the CPU can, that pass
+        // counts in registers, and a block it does not fit is taken again as below.
         let guess = acc.window_hint;
+        if guess != 0 {
+            if let Some(c) = passes.counted(block, guess) {
+                if add_counted(acc, block, guess, c) {
+                    return;
+                }
+            }
+        }
+        let mut counts = [[0u32; 256]; COPIES];
         let ((min_key, max_key), guessed) = match guess {
             0 => (passes.census(block, &mut counts), None),
             lo => {
@@ -563,20 +633,14 @@ mod windowed {
         if bins[255] > 0 {
             return add_packed_block(acc, block);
         }
-        let (zero, negative_zero) = match bins[0] {
-            0 => (0, 0),
-            _ => (
-                block.iter().filter(|x| x.to_bits() & ABS == 0).count() as u64,
-                block.iter().filter(|x| x.to_bits() == !ABS).count() as u64,
-            ),
-        };
-        let subnormal = bins[0] - zero;
+        let zeros = zeros(block, bins[0]);
+        let subnormal = bins[0] - zeros.0;
         // The highest binade below `e` that holds values; subnormals count as exponent 1, whose
         // unit they share.
         let below = |e: u32| (1..e).rev().find(|&e| bins[e as usize] > 0 || (e == 1 && subnormal > 0));
         let highest = below(255);
         // The next guess leaves one binade of room above this block's highest.
-        acc.window_hint = highest.map_or(guess, |top| top.saturating_sub(WINDOW - 2).max(1));
+        acc.window_hint = hint(highest, guess);
         // The guessed windows held every value but a few below them (at most [`STRAGGLERS`]):
         // those few are found by a scan and added one by one, which costs less than summing
         // the block again.
@@ -595,7 +659,7 @@ mod windowed {
             add_exact(acc, high);
             add_exact(acc, low);
             if under > 0 {
-                add_below(acc, block, floor);
+                add_below(acc, block, floor, None);
             }
             next = None;
         }
@@ -613,7 +677,60 @@ mod windowed {
             next = next.and_then(|top| below(top.saturating_sub(WINDOW - 1)));
             bounds[0] = bounds[2];
         }
-        acc.subnormal += subnormal;
+        finish(acc, &bins, zeros, (min_key, max_key));
+    }
+
+    /// A block that [`Passes::counted`] took with the windows guessed from `lo`. Returns false,
+    /// having added nothing, where they do not fit it: it holds NaN or an infinity, a value
+    /// above them or more than [`STRAGGLERS`] below them.
+    fn add_counted(acc: &mut Accumulator, block: &[f32], lo: u32, c: Counted) -> bool {
+        let magnitude = |key: i32| (if key < 0 { !key } else { key }) as u32;
+        let largest = magnitude(c.keys.0).max(magnitude(c.keys.1));
+        let floor = lo.saturating_sub(WINDOW);
+        // Values of biased exponent 1 to `floor - 1`: the only ones not counted.
+        let under = (block.len() as u64).checked_sub(c.counts.iter().sum::<u64>() + c.zsub);
+        let under = match under {
+            Some(n) if largest < SPECIAL && largest >> 23 < lo + WINDOW && n <= STRAGGLERS => n,
+            _ => return false,
+        };
+        let mut bins = [0u64; 256];
+        bins[0] = c.zsub;
+        for (b, &n) in bins.iter_mut().skip(floor.max(1) as usize).zip(&c.counts) {
+            *b = n;
+        }
+        let zeros = zeros(block, c.zsub);
+        add_exact(acc, c.sums.0);
+        add_exact(acc, c.sums.1);
+        // Subnormals lie below the windows unless the lower one reaches them.
+        if under > 0 || (floor > 1 && c.zsub > zeros.0) {
+            add_below(acc, block, start(floor), Some(&mut bins));
+        }
+        acc.window_hint = hint((largest > 0).then_some((largest >> 23).max(1)), lo);
+        finish(acc, &bins, zeros, c.keys);
+        true
+    }
+
+    /// The zeros and negative zeros of a block that holds `zsub` values of biased exponent 0.
+    fn zeros(block: &[f32], zsub: u64) -> (u64, u64) {
+        match zsub {
+            0 => (0, 0),
+            _ => (
+                block.iter().filter(|x| x.to_bits() & ABS == 0).count() as u64,
+                block.iter().filter(|x| x.to_bits() == !ABS).count() as u64,
+            ),
+        }
+    }
+
+    /// The next block's guess: one binade of room above this block's highest binade (subnormals
+    /// as 1), or the last guess if it held only zeros.
+    fn hint(highest: Option<u32>, guess: u32) -> u32 {
+        highest.map_or(guess, |top| top.saturating_sub(WINDOW - 2).max(1))
+    }
+
+    /// Records a block's counts by biased exponent (`bins[0]`: zeros and subnormals), its zeros
+    /// and negative zeros, and its extremes.
+    fn finish(acc: &mut Accumulator, bins: &[u64; 256], (zero, negative_zero): (u64, u64), keys: (i32, i32)) {
+        acc.subnormal += bins[0] - zero;
         for (e, &n) in bins.iter().enumerate().take(255).skip(1) {
             if n > 0 {
                 acc.binades[binade::<f32>(e)] += n;
@@ -622,14 +739,14 @@ mod windowed {
         acc.zero += zero;
         acc.negative_zero += negative_zero;
         let value = |key: i32| f64::from(f32::from_bits(if key < 0 { !key as u32 | !ABS } else { key as u32 }));
-        acc.fmin = acc.fmin.min(value(min_key));
-        acc.fmax = acc.fmax.max(value(max_key));
+        acc.fmin = acc.fmin.min(value(keys.0));
+        acc.fmax = acc.fmax.max(value(keys.1));
     }
 
     /// The passes with AVX2 intrinsics.
     #[cfg(target_arch = "x86_64")]
     mod x86 {
-        use super::{histogram, order_key, Counts, Passes, ABS, COPIES};
+        use super::{histogram, order_key, windows_from, Counted, Counts, Passes, ABS, COPIES, COUNTED, WINDOW};
         use std::arch::x86_64::*;
 
         /// Proof that the CPU has AVX2.
@@ -657,6 +774,119 @@ mod windowed {
             fn census_and_sums(&self, block: &[f32], b: [u32; 3], counts: &mut Counts) -> ((i32, i32), (f64, f64)) {
                 // SAFETY: as above.
                 unsafe { census_and_sums(block, b, counts) }
+            }
+        }
+
+        /// Proof that the CPU has AVX2 and AVX-512F: the AVX2 passes and [`Passes::counted`].
+        pub(super) struct Avx512(Avx2);
+
+        impl Avx512 {
+            /// # Safety
+            /// The CPU must have AVX2 and AVX-512F.
+            pub(super) unsafe fn new() -> Avx512 {
+                // SAFETY: the caller checked.
+                Avx512(unsafe { Avx2::new() })
+            }
+        }
+
+        impl Passes for Avx512 {
+            fn census(&self, block: &[f32], counts: &mut Counts) -> (i32, i32) {
+                self.0.census(block, counts)
+            }
+
+            fn sums(&self, block: &[f32], b: [u32; 3]) -> (f64, f64) {
+                self.0.sums(block, b)
+            }
+
+            fn census_and_sums(&self, block: &[f32], b: [u32; 3], counts: &mut Counts) -> ((i32, i32), (f64, f64)) {
+                self.0.census_and_sums(block, b, counts)
+            }
+
+            fn counted(&self, block: &[f32], lo: u32) -> Option<Counted> {
+                // SAFETY: `Avx512` exists only where the CPU has AVX-512F.
+                Some(unsafe { counted(block, lo) })
+            }
+        }
+
+        /// Vectors of counters, each lane's 32 bits eight counters of four bits: [`COUNTED`]
+        /// binades.
+        const NIBBLES: usize = COUNTED / 8;
+
+        /// [`Passes::counted`]. Each value adds 1 << (4 * (e - base) - 32 * k) to counter vector
+        /// k: a variable shift by 32 or more (or a negative one, taken as unsigned) gives 0, so
+        /// each value lands in exactly the counter of its binade, or nowhere outside the range.
+        /// Four bits hold 15 values, so the counters are widened to 16 bits every 15 groups of
+        /// 16; 16 bits hold a lane's 512. The rest is the AVX2 pass's work in wider vectors:
+        /// the windows' sums (with masks), the order keys, and the count of exponent 0.
+        #[target_feature(enable = "avx512f")]
+        unsafe fn counted(block: &[f32], lo: u32) -> Counted {
+            let b = windows_from(lo);
+            let base = lo.saturating_sub(WINDOW).max(1);
+            let magnitude = _mm512_set1_epi32(ABS as i32);
+            let exponent = _mm512_set1_epi32(0x7f80_0000);
+            let one = _mm512_set1_epi32(1);
+            let base4 = _mm512_set1_epi32(4 * base as i32);
+            let (b0, b1, b2) =
+                (_mm512_set1_epi32(b[0] as i32), _mm512_set1_epi32(b[1] as i32), _mm512_set1_epi32(b[2] as i32));
+            let mut min_key = _mm512_set1_epi32(i32::MAX);
+            let mut max_key = _mm512_set1_epi32(i32::MIN);
+            let mut high = [_mm512_setzero_pd(); 2];
+            let mut low = [_mm512_setzero_pd(); 2];
+            let mut wide = [_mm512_setzero_si512(); 4 * NIBBLES];
+            let mut zsub = 0u64;
+            for run in block.chunks(16 * 15) {
+                let mut nibbles = [_mm512_setzero_si512(); NIBBLES];
+                for group in run.chunks(16) {
+                    // The last group of a block may be short. Its missing lanes load as zeros, which
+                    // add nothing to the sums and land in no counter (exponent 0 is below any
+                    // base): only the keys and the count of exponent 0 mask them off.
+                    let valid = (1u32 << group.len()).wrapping_sub(1) as u16;
+                    // SAFETY: the masked load reads only the group's own elements.
+                    let x = unsafe { _mm512_maskz_loadu_epi32(valid, group.as_ptr().cast()) };
+                    let a = _mm512_and_si512(x, magnitude);
+                    let key = _mm512_xor_si512(a, _mm512_srai_epi32::<31>(x));
+                    min_key = _mm512_mask_min_epi32(min_key, valid, min_key, key);
+                    max_key = _mm512_mask_max_epi32(max_key, valid, max_key, key);
+                    let j4 = _mm512_sub_epi32(_mm512_srli_epi32::<21>(_mm512_and_si512(a, exponent)), base4);
+                    for (k, n) in nibbles.iter_mut().enumerate() {
+                        let shift = _mm512_sub_epi32(j4, _mm512_set1_epi32(32 * k as i32));
+                        *n = _mm512_add_epi32(*n, _mm512_sllv_epi32(one, shift));
+                    }
+                    zsub += u64::from(_mm512_mask_testn_epi32_mask(valid, a, exponent).count_ones());
+                    let from1 = _mm512_cmpge_epu32_mask(a, b1);
+                    let in1 = _mm512_mask_cmplt_epu32_mask(from1, a, b0);
+                    let in2 = _mm512_mask_cmpge_epu32_mask(!from1, a, b2);
+                    let xf = _mm512_castsi512_ps(x);
+                    let lower = _mm512_cvtps_pd(_mm512_castps512_ps256(xf));
+                    let upper = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(xf))));
+                    high[0] = _mm512_mask_add_pd(high[0], in1 as u8, high[0], lower);
+                    high[1] = _mm512_mask_add_pd(high[1], (in1 >> 8) as u8, high[1], upper);
+                    low[0] = _mm512_mask_add_pd(low[0], in2 as u8, low[0], lower);
+                    low[1] = _mm512_mask_add_pd(low[1], (in2 >> 8) as u8, low[1], upper);
+                }
+                // Nibble m of a lane goes to its low 16 bits, nibble m + 4 to its high 16.
+                let nibble = _mm512_set1_epi32(0x000f_000f);
+                for (k, n) in nibbles.iter().enumerate() {
+                    for m in 0..4 {
+                        let w = &mut wide[4 * k + m];
+                        let part = _mm512_and_si512(_mm512_srlv_epi32(*n, _mm512_set1_epi32(4 * m as i32)), nibble);
+                        *w = _mm512_add_epi32(*w, part);
+                    }
+                }
+            }
+            let mut counts = [0u64; COUNTED];
+            for (k, w) in wide.iter().enumerate() {
+                let (nibble, m) = (k / 4, k % 4);
+                let low16 = _mm512_and_si512(*w, _mm512_set1_epi32(0xffff));
+                counts[8 * nibble + m] = _mm512_reduce_add_epi32(low16) as u64;
+                counts[8 * nibble + m + 4] = _mm512_reduce_add_epi32(_mm512_srli_epi32::<16>(*w)) as u64;
+            }
+            let sum = |v: [__m512d; 2]| _mm512_reduce_add_pd(_mm512_add_pd(v[0], v[1]));
+            Counted {
+                keys: (_mm512_reduce_min_epi32(min_key), _mm512_reduce_max_epi32(max_key)),
+                sums: (sum(high), sum(low)),
+                counts,
+                zsub,
             }
         }
 
@@ -758,9 +988,9 @@ mod windowed {
     }
 
     /// Adds the values of `block` whose magnitude bits are non-zero and below `floor`, one by
-    /// one, exactly. The scan tests groups of [`LANES`] without a branch per value, so the
+    /// one, exactly; with `bins`, also counts those that are not subnormal there. The scan tests groups of [`LANES`] without a branch per value, so the
     /// compiler vectorises it; only a group that holds such a value is looked at again.
-    fn add_below(acc: &mut Accumulator, block: &[f32], floor: u32) {
+    fn add_below(acc: &mut Accumulator, block: &[f32], floor: u32, mut bins: Option<&mut [u64; 256]>) {
         // 0 < a < floor, as one unsigned comparison: a = 0 wraps to the top.
         let under = |x: &f32| (x.to_bits() & ABS).wrapping_sub(1) < floor.saturating_sub(1);
         let mut groups = block.chunks_exact(LANES);
@@ -768,6 +998,9 @@ mod windowed {
             for x in group.iter().filter(|x| under(x)) {
                 if let Some((e, m)) = super::split::<f32>(acc, u64::from(x.to_bits())) {
                     acc.buckets[super::bucket::<f32>(e)] += i128::from(m);
+                    if let Some(bins) = bins.as_deref_mut().filter(|_| e != 0) {
+                        bins[e] += 1;
+                    }
                 }
             }
         };
@@ -1255,6 +1488,36 @@ mod tests {
             // then summed again from its largest binade.
             ("as many below as are added one by one", below_windows(256)),
             ("too many below the windows", below_windows(257)),
+            // Below the windows only a subnormal, and zeros: the subnormal is added one by one.
+            (
+                "a subnormal below the windows",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32;
+                        f32::from_bits(match i % windowed::BLOCK {
+                            0 => 120 << 23,
+                            1 => r & 0x807f_ffff | 1,
+                            2 | 3 => r & 1 << 31,
+                            _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
+                        })
+                    })
+                    .collect(),
+            ),
+            // 256 values of one binade in a row: 16 in each vector lane, one more than four
+            // bits count, so the counters must be widened before.
+            (
+                "a run of one binade",
+                (0..n)
+                    .map(|i| {
+                        let r = next() as u32;
+                        f32::from_bits(match i % windowed::BLOCK {
+                            300 => 120 << 23,
+                            k if k < 256 => 110 << 23 | r & 0x807f_ffff,
+                            _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
+                        })
+                    })
+                    .collect(),
+            ),
             ("zeros", vec![0.0; n]),
             ("negative zeros", vec![-0.0; n]),
         ];
@@ -1266,15 +1529,13 @@ mod tests {
         for (name, v) in &cases {
             for len in [v.len(), 1, 15, 17, windowed::BLOCK - 1, windowed::BLOCK + 1] {
                 let v = &v[..len.min(v.len())];
-                let mut fast = Accumulator::new(DType::F32);
-                fast.add(v);
                 let slow = packed_f32(v);
-                let mut portable = Accumulator::new(DType::F32);
-                portable.count += v.len() as u64;
-                windowed::add_portable(&mut portable, v);
-                for (path, acc) in [("dispatched", &fast), ("portable", &portable)] {
+                for (path, add) in windowed::paths() {
+                    let mut acc = Accumulator::new(DType::F32);
+                    acc.count += v.len() as u64;
+                    add(&mut acc, v);
                     assert_eq!(acc.finish(), slow.finish(), "{name}, {len} values, {path}");
-                    assert_eq!(exact(acc), exact(&slow), "{name}, {len} values, {path}: the exact sums differ");
+                    assert_eq!(exact(&acc), exact(&slow), "{name}, {len} values, {path}: the exact sums differ");
                 }
             }
         }
