@@ -506,6 +506,11 @@ mod windowed {
                 paths.push(("avx512", |acc, v| unsafe { add_avx512(acc, v) }));
             }
         }
+        for path in ["avx2", "avx512"] {
+            if !paths.iter().any(|(name, _)| *name == path) {
+                eprintln!("skipped: the {path} float32 summary, which this CPU cannot run");
+            }
+        }
         paths
     }
 
