@@ -348,9 +348,11 @@ fn pairs_match(dir: &common::Dir, descr: &str, size: usize, float: bool, a: &[u6
 /// difference's square, rounded to float32, lies exactly halfway between two float16
 /// subnormals, the one tie that rounding to a subnormal meets (found by search: 0x1fea - 0x0028
 /// and 0x1fed - 0x0026). And one whose square in float32 is a float16 tie but for its lowest
-/// bit (0x15c5 - 0xccc6: the difference itself is rounded to float32 first).
+/// bit (0x15c5 - 0xccc6: the difference itself is rounded to float32 first), and one whose
+/// square does the same between two subnormals (0x000c - 0x1e6d, square 0x38252001: found by
+/// search over every pair whose square is that small).
 fn float16_seams() -> Vec<u64> {
-    let mut v: Vec<u64> = vec![0, 0x7c00, 0x7e00, 0x1fea, 0x0028, 0x1fed, 0x0026, 0x15c5, 0x4cc6];
+    let mut v: Vec<u64> = vec![0, 0x7c00, 0x7e00, 0x1fea, 0x0028, 0x1fed, 0x0026, 0x15c5, 0x4cc6, 0x000c, 0x1e6d];
     for e in 0u64..31 {
         for m in [0u64, 0x200, 0x3ff, 1] {
             v.push(e << 10 | m);
