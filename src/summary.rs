@@ -1342,14 +1342,20 @@ mod tests {
 
     #[test]
     fn windowed_float32_matches_the_general_path() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
+        let state = std::cell::Cell::new(0x2545_f491_4f6c_dd1du64);
+        let next = || {
+            let mut s = state.get();
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            state.set(s);
+            s
         };
         let n = 3 * windowed::BLOCK + 13;
+        // Values made from their position in a block and a random word.
+        let per_block = |bits: fn(usize, u32) -> u32| -> Vec<f32> {
+            (0..n).map(|i| f32::from_bits(bits(i % windowed::BLOCK, next() as u32))).collect()
+        };
         let finite = |b: u32| if b & 0x7f80_0000 == 0x7f80_0000 { b & 0xff7f_ffff } else { b };
         let uniform = |r: u64| (r >> 40) as f32 / (1u64 << 24) as f32;
         // Blocks whose largest binade is 120, with `k` values below the windows that the
@@ -1398,50 +1404,28 @@ mod tests {
             ),
             // Largest exponent 18: the window takes the subnormals' unit, and 2^13 values of
             // 2^41 units or more add up to 2^53 of them; one odd subnormal per block.
-            (
-                "widest window",
-                (0..n)
-                    .map(|i| {
-                        let r = next() as u32;
-                        f32::from_bits(if i % windowed::BLOCK == 0 {
-                            r & 0x7f_ffff | 1
-                        } else {
-                            18 << 23 | r & 0x7f_ffff
-                        })
-                    })
-                    .collect(),
-            ),
+            ("widest window", per_block(|k, r| if k == 0 { r & 0x7f_ffff | 1 } else { 18 << 23 | r & 0x7f_ffff })),
             // The second window at its widest: the first holds one value of exponent 100, the
             // second 2^13 - 2 positive values of exponent 83, whose sum passes 2^53 units of
             // the binade below the window (66), and one odd value at its lowest binade, 67.
             (
                 "widest second window",
-                (0..n)
-                    .map(|i| {
-                        let r = next() as u32 & 0x7f_ffff;
-                        f32::from_bits(match i % windowed::BLOCK {
-                            0 => 100 << 23 | r,
-                            1 => 67 << 23 | r | 1,
-                            _ => 83 << 23 | r,
-                        })
-                    })
-                    .collect(),
+                per_block(|k, r| match k {
+                    0 => 100 << 23 | r & 0x7f_ffff,
+                    1 => 67 << 23 | r & 0x7f_ffff | 1,
+                    _ => 83 << 23 | r & 0x7f_ffff,
+                }),
             ),
             // The same with the largest value below that window: one more window. A second
             // window one binade wider would round, one that took this value for covered would
             // drop it.
             (
                 "just below the second window",
-                (0..n)
-                    .map(|i| {
-                        let r = next() as u32 & 0x7f_ffff;
-                        f32::from_bits(match i % windowed::BLOCK {
-                            0 => 100 << 23 | r,
-                            1 => 66 << 23 | 0x7f_ffff,
-                            _ => 83 << 23 | r,
-                        })
-                    })
-                    .collect(),
+                per_block(|k, r| match k {
+                    0 => 100 << 23 | r & 0x7f_ffff,
+                    1 => 66 << 23 | 0x7f_ffff,
+                    _ => 83 << 23 | r & 0x7f_ffff,
+                }),
             ),
             // A block whose smallest value lies just below the second window: one more.
             (
@@ -1474,20 +1458,15 @@ mod tests {
             // smallest value in them and a zero are not among them.
             (
                 "a few below the windows",
-                (0..n)
-                    .map(|i| {
-                        let r = next() as u32;
-                        f32::from_bits(match i % windowed::BLOCK {
-                            0 => 120 << 23 | r & 0x7f_ffff,
-                            1 => 87 << 23 | 0x7f_ffff,
-                            2 => r & 0x7f_ffff | 1,
-                            3 => 1 << 31 | 50 << 23 | r & 0x7f_ffff,
-                            4 => 88 << 23,
-                            5 => 0,
-                            _ => (90 + r % 30) << 23 | r & 0x807f_ffff,
-                        })
-                    })
-                    .collect(),
+                per_block(|k, r| match k {
+                    0 => 120 << 23 | r & 0x7f_ffff,
+                    1 => 87 << 23 | 0x7f_ffff,
+                    2 => r & 0x7f_ffff | 1,
+                    3 => 1 << 31 | 50 << 23 | r & 0x7f_ffff,
+                    4 => 88 << 23,
+                    5 => 0,
+                    _ => (90 + r % 30) << 23 | r & 0x807f_ffff,
+                }),
             ),
             // As many below the windows as are added one by one, and one more: the block is
             // then summed again from its largest binade.
@@ -1496,32 +1475,22 @@ mod tests {
             // Below the windows only a subnormal, and zeros: the subnormal is added one by one.
             (
                 "a subnormal below the windows",
-                (0..n)
-                    .map(|i| {
-                        let r = next() as u32;
-                        f32::from_bits(match i % windowed::BLOCK {
-                            0 => 120 << 23,
-                            1 => r & 0x807f_ffff | 1,
-                            2 | 3 => r & 1 << 31,
-                            _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
-                        })
-                    })
-                    .collect(),
+                per_block(|k, r| match k {
+                    0 => 120 << 23,
+                    1 => r & 0x807f_ffff | 1,
+                    2 | 3 => r & 1 << 31,
+                    _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
+                }),
             ),
             // 256 values of one binade in a row: 16 in each vector lane, one more than four
             // bits count, so the counters must be widened before.
             (
                 "a run of one binade",
-                (0..n)
-                    .map(|i| {
-                        let r = next() as u32;
-                        f32::from_bits(match i % windowed::BLOCK {
-                            300 => 120 << 23,
-                            k if k < 256 => 110 << 23 | r & 0x807f_ffff,
-                            _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
-                        })
-                    })
-                    .collect(),
+                per_block(|k, r| match k {
+                    300 => 120 << 23,
+                    k if k < 256 => 110 << 23 | r & 0x807f_ffff,
+                    _ => (100 + r % 20) << 23 | r & 0x807f_ffff,
+                }),
             ),
             ("zeros", vec![0.0; n]),
             ("negative zeros", vec![-0.0; n]),
