@@ -692,22 +692,28 @@ mod windowed {
         let magnitude = |key: i32| (if key < 0 { !key } else { key }) as u32;
         let largest = magnitude(c.keys.0).max(magnitude(c.keys.1));
         let floor = lo.saturating_sub(WINDOW);
-        // Values of biased exponent 1 to `floor - 1`: the only ones not counted.
-        let under = (block.len() as u64).checked_sub(c.counts.iter().sum::<u64>() + c.zsub);
-        let under = match under {
-            Some(n) if largest < SPECIAL && largest >> 23 < lo + WINDOW && n <= STRAGGLERS => n,
-            _ => return false,
+        if largest >= SPECIAL || largest >> 23 >= lo + WINDOW {
+            return false;
+        }
+        let zeros = zeros(block, c.zsub);
+        // Below the windows: the values of biased exponent 1 to `floor - 1`, the only ones not
+        // counted, and the subnormals unless the lower window reaches them.
+        let uncounted = (block.len() as u64).checked_sub(c.counts.iter().sum::<u64>() + c.zsub);
+        let under = match uncounted {
+            Some(n) if floor > 1 => n + c.zsub - zeros.0,
+            n => n.unwrap_or(u64::MAX),
         };
+        if under > STRAGGLERS {
+            return false;
+        }
         let mut bins = [0u64; 256];
         bins[0] = c.zsub;
         for (b, &n) in bins.iter_mut().skip(floor.max(1) as usize).zip(&c.counts) {
             *b = n;
         }
-        let zeros = zeros(block, c.zsub);
         add_exact(acc, c.sums.0);
         add_exact(acc, c.sums.1);
-        // Subnormals lie below the windows unless the lower one reaches them.
-        if under > 0 || (floor > 1 && c.zsub > zeros.0) {
+        if under > 0 {
             add_below(acc, block, start(floor), Some(&mut bins));
         }
         acc.window_hint = hint((largest > 0).then_some((largest >> 23).max(1)), lo);
