@@ -556,6 +556,29 @@ mod tests {
     }
 
     #[test]
+    fn rank_messages_say_what_applies() {
+        let message = |level: &str, rank: usize| {
+            let v = run(Op::Sub, level, BroadcastMode::Numpy, f32s(&vec![1; rank]), f32s(&[]));
+            v.checks[4].message.clone()
+        };
+        // Past rank 8 no level helps: only `none` does.
+        assert_eq!(
+            message("6_4", 9),
+            "the output has rank 9, but sub at feature level 6_4 supports 1 to 8 dimensions; use \
+             --feature-level none (ranks 0-32), or reshape the inputs"
+        );
+        // Exactly the level's rank: nothing padded.
+        assert_eq!(message("2_1", 4), "the output has rank 4; sub at feature level 2_1 supports exactly 4 dimensions");
+        // Rank 0 counts as rank 1 at a DirectML level only.
+        assert_eq!(
+            message("6_4", 0),
+            "the output has rank 0 (rank 0 counts as rank 1); sub at feature level 6_4 supports 1 to 8 dimensions"
+        );
+        assert_eq!(message("6_4", 1), "the output has rank 1; sub at feature level 6_4 supports 1 to 8 dimensions");
+        assert_eq!(message("none", 0), "the output has rank 0; --feature-level none supports 0 to 32 dimensions");
+    }
+
+    #[test]
     fn empty_and_huge_tensors() {
         let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[3, 0]), f32s(&[1]));
         assert_eq!(status(&v, "nonzero_sizes"), Status::Fail);
