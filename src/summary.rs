@@ -616,15 +616,18 @@ mod windowed {
         // the histogram then tells whether they held every value. Where the CPU can, that pass
         // counts in registers, and a block it does not fit is taken again as below.
         let guess = acc.window_hint;
+        // The windows to sum beside the census: none once the counted pass found they do not fit.
+        let mut windows = guess;
         if guess != 0 {
             if let Some(c) = passes.counted(block, guess) {
                 if add_counted(acc, block, guess, c) {
                     return;
                 }
+                windows = 0;
             }
         }
         let mut counts = [[0u32; 256]; COPIES];
-        let ((min_key, max_key), guessed) = match guess {
+        let ((min_key, max_key), guessed) = match windows {
             0 => (passes.census(block, &mut counts), None),
             lo => {
                 let (keys, sums) = passes.census_and_sums(block, windows_from(lo), &mut counts);
