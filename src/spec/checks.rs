@@ -657,6 +657,20 @@ mod tests {
         assert_eq!(minimum(Op::Sub, none, f32s(&[2, 3]), f32s(&[2, 3])).0.as_deref(), Some("1_0"));
     }
 
+    /// What a refused run prints: one line per failed check, named as in the report, and no
+    /// line for a check that passed.
+    #[test]
+    fn failure_summary_names_the_failed_checks_only() {
+        let v = run(Op::Sub, "4_1", BroadcastMode::Numpy, of(DType::I8, &[2]), of(DType::I8, &[2, 2]));
+        let failed: Vec<_> = v.checks.iter().filter(|c| c.status == Status::Fail).collect();
+        assert_eq!(failed.len(), 1, "{:?}", v.checks);
+        let summary = v.failure_summary();
+        let lines: Vec<_> = summary.lines().collect();
+        assert_eq!(lines.len(), 2, "{summary}");
+        assert_eq!(lines[0], format!("datatype_supported: {}", failed[0].message));
+        assert_eq!(lines[1], "these inputs pass at feature level 5_1 and newer: use --feature-level 5_1");
+    }
+
     #[test]
     fn every_failure_ends_with_what_would_work() {
         let np = BroadcastMode::Numpy;
