@@ -30,13 +30,18 @@ pub(super) fn buffer(d: &wgpu::Device, label: &str, size: u64, usage: wgpu::Buff
     })
 }
 
-pub(super) fn compute_pipeline(d: &wgpu::Device, module: &wgpu::ShaderModule) -> wgpu::ComputePipeline {
+/// The pipeline of `module`'s `main`, with the values of its pipeline constants.
+pub(super) fn compute_pipeline(
+    d: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    constants: &[(&str, f64)],
+) -> wgpu::ComputePipeline {
     d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some("tensorop"),
         layout: None,
         module,
         entry_point: Some("main"),
-        compilation_options: Default::default(),
+        compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
         cache: None,
     })
 }
@@ -60,14 +65,16 @@ pub(super) struct Kernel {
 }
 
 impl Kernel {
-    /// Compiles the kernel; each input is either `resident` (one buffer for the whole run) or
-    /// uploaded per chunk into buffers of `chunk_bytes`; outputs are up to `out_bytes`.
+    /// Compiles the kernel, with `divmod` in f32 where `float_division` (see
+    /// [`Layout::float_division`]); each input is either `resident` (one buffer for the whole
+    /// run) or uploaded per chunk into buffers of `chunk_bytes`; outputs are up to `out_bytes`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         gpu: &Gpu,
         dtype: DType,
         sem: crate::op::Semantics,
         native: Native,
+        float_division: bool,
         resident: [Option<&wgpu::Buffer>; 2],
         chunk_bytes: [u64; 2],
         out_bytes: u64,
@@ -75,15 +82,17 @@ impl Kernel {
     ) -> Result<Kernel> {
         let src = shader::source(dtype, sem, native);
         let per = elements_per_invocation(dtype, native);
-        Ok(Kernel::from_source(gpu, src, per, resident, chunk_bytes, out_bytes, slots))
+        Ok(Kernel::from_source(gpu, src, per, float_division, resident, chunk_bytes, out_bytes, slots))
     }
 
     /// [`new`](Self::new) for any WGSL with the bindings of `wgsl/params.wgsl`, whose
     /// invocations compute `per` elements each.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn from_source(
         gpu: &Gpu,
         src: String,
         per: u32,
+        float_division: bool,
         resident: [Option<&wgpu::Buffer>; 2],
         chunk_bytes: [u64; 2],
         out_bytes: u64,
@@ -94,7 +103,7 @@ impl Kernel {
             label: Some("tensorop kernel"),
             source: wgpu::ShaderSource::Wgsl(src.into()),
         });
-        let pipeline = compute_pipeline(d, &module);
+        let pipeline = compute_pipeline(d, &module, &[("FLOAT_DIVISION", f64::from(u8::from(float_division)))]);
         use wgpu::BufferUsages as U;
         let layout = pipeline.get_bind_group_layout(0);
         let slots = (0..slots)

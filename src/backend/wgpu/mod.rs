@@ -120,6 +120,14 @@ impl Layout {
         Ok(dims)
     }
 
+    /// Whether every dimension the kernels' `divmod` divides by is below 2^22, where its f32
+    /// division is exact (docs/backends.md, "Broadcast indexing"): on the 32-bit path all but
+    /// the outermost, whose coordinate is what the divisions leave.
+    fn float_division(&self) -> bool {
+        let divided = if self.wide { &self.dims[..] } else { self.dims.get(1..).unwrap_or_default() };
+        divided.iter().all(|&d| d < 1 << 22)
+    }
+
     /// Bit i set where input i is fed as `feed`.
     fn mask(&self, feed: Feed) -> u32 {
         (0..2).filter(|&i| self.feeds[i] == feed).map(|i| 1u32 << i).sum()
@@ -223,6 +231,7 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
         job.dtype,
         job.sem,
         native,
+        layout.float_division(),
         resident.each_ref().map(Option::as_ref),
         [chunk * es; 2],
         chunk * es,
@@ -308,7 +317,8 @@ mod tests {
         let params = layout.params(iter, start, n);
         let dummy = gpu.resident_buffer(&[0; 4]);
         let src = shader::offsets_source();
-        let kernel = Kernel::from_source(gpu, src, 1, [Some(&dummy), Some(&dummy)], [0, 0], n * 16, 1);
+        let kernel =
+            Kernel::from_source(gpu, src, 1, layout.float_division(), [Some(&dummy), Some(&dummy)], [0, 0], n * 16, 1);
         let mut timing = ChunkTiming::default();
         let idx = kernel.submit(gpu, 0, &params, [None, None], n * 16, &mut timing);
         let mut words = Vec::new();
@@ -399,5 +409,43 @@ mod tests {
         // The 32-bit path, for comparison: a small output.
         let it = iteration(&[7, 300, 5], &[1500, 5, 1], &[0, 1, 300]);
         check(&gpu, "32-bit offsets", &it, false, 0, 7 * 300 * 5);
+        // Every dimension below 2^22, so `divmod` divides in f32, on the 64-bit path.
+        let it = iteration(&[1 << 12, (1 << 12) - 3, 1 << 9], &[1, 0, 1 << 12], &[0, 1 << 9, 1]);
+        assert!(shader_division_is_float(&it, true));
+        for start in [0, (1 << 32) - 2000, (1 << 33) - 3 * (1 << 21) - n] {
+            check(&gpu, "64-bit offsets, f32 division", &it, true, start, n);
+        }
+    }
+
+    fn shader_division_is_float(it: &Iteration, wide: bool) -> bool {
+        Layout::of(it, wide, 4, [Feed::Resident; 2]).expect("a shape the wgpu backend takes").float_division()
+    }
+
+    /// `divmod`'s quotients and remainders where its f32 estimate is furthest off: flat indices
+    /// up to 2^32 - 1 by divisors from 1 to 2^22 - 1 (the largest it divides in f32) and past
+    /// it (integer division), at multiples of the divisor and either side. Offsets of A are the
+    /// quotient, of B the remainder; a third dimension chains two divisions.
+    #[test]
+    fn offsets_divide_exactly_by_every_kind_of_dimension() {
+        let Some(gpu) = gpu("offsets_divide_exactly_by_every_kind_of_dimension") else { return };
+        let m = u64::from(u32::MAX);
+        let n = 4096;
+        for d in [1, 2, 3, 7, 255, 256, 8191, 8192, 65535, 65537, 999_983, (1 << 22) - 1, 1 << 22, (1 << 22) + 1, m] {
+            let outer = m / d;
+            let it = iteration(&[outer, d], &[1, 0], &[0, 1]);
+            assert_eq!(shader_division_is_float(&it, false), d < 1 << 22, "divisor {d}");
+            let total = outer * d;
+            let mut starts = vec![0, total - n.min(total), total / 2 - n.min(total / 2)];
+            starts.extend([m / 3, m / 2 + 12345].map(|s| s.min(total - n.min(total))));
+            for start in starts {
+                check(&gpu, &format!("divisor {d}"), &it, false, start, n.min(total - start));
+            }
+        }
+        // Rank 3: the quotient of one division is the dividend of the next.
+        let it = iteration(&[5000, 3001, 283], &[1, 0, 7], &[0, 283, 1]);
+        assert!(shader_division_is_float(&it, false));
+        for start in [0, 5000 * 3001 * 283 - n, 3001 * 283 * 2500 - 77] {
+            check(&gpu, "rank 3", &it, false, start, n);
+        }
     }
 }

@@ -10,7 +10,7 @@ impl Gpu {
         let sem = crate::op::Semantics { op: crate::op::Op::Sub, half_precision: false };
         let a = self.resident_buffer(&3u32.to_le_bytes());
         let b = self.resident_buffer(&1u32.to_le_bytes());
-        let kernel = Kernel::new(self, DType::F32, sem, Native::default(), [Some(&a), Some(&b)], [0, 0], 4, 1)?;
+        let kernel = Kernel::new(self, DType::F32, sem, Native::default(), true, [Some(&a), Some(&b)], [0, 0], 4, 1)?;
         let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 0);
         params.rank = 1;
         let mut out = Vec::new();
@@ -44,7 +44,7 @@ impl Gpu {
             label: Some("tensorop f16 probe"),
             source: wgpu::ShaderSource::Wgsl(shader::F16_PROBE.text()),
         });
-        let pipeline = compute_pipeline(d, &module);
+        let pipeline = compute_pipeline(d, &module, &[]);
         use wgpu::BufferUsages as U;
         let xb = self.resident_buffer(bytemuck::cast_slice(&x));
         let hb = self.resident_buffer(bytemuck::cast_slice(&halves));

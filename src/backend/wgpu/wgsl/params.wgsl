@@ -44,15 +44,17 @@ fn input_offsets(l: u32) -> vec4<u32> {
     if (p.wide == 0u) {
         // Flat output index and every offset fit in u32.
         var rem = p.base + l;
-        for (var k = i32(p.rank) - 1; k >= 0; k = k - 1) {
+        for (var k = i32(p.rank) - 1; k > 0; k = k - 1) {
             let q = u32(k) >> 2u;
             let r = u32(k) & 3u;
-            let d = p.dims[q][r];
-            let i = rem % d;
-            rem = rem / d;
-            xa.x = xa.x + i * p.strides_a[q][r];
-            xb.x = xb.x + i * p.strides_b[q][r];
+            let qr = divmod(rem, p.dims[q][r]);
+            rem = qr.x;
+            xa.x = xa.x + qr.y * p.strides_a[q][r];
+            xb.x = xb.x + qr.y * p.strides_b[q][r];
         }
+        // The outermost coordinate is what is left: the flat index is below the output's size.
+        xa.x = xa.x + rem * p.strides_a[0].x;
+        xb.x = xb.x + rem * p.strides_b[0].x;
     } else {
         // Outputs of 2^32 elements or more: the chunk's first coordinates plus l's, with
         // carries, and 64-bit offsets.
@@ -63,8 +65,9 @@ fn input_offsets(l: u32) -> vec4<u32> {
             let r = u32(k) & 3u;
             let d = p.dims[q][r];
             let base = p.base_coords[q][r];
-            let t = base + rem % d;
-            rem = rem / d;
+            let qr = divmod(rem, d);
+            let t = base + qr.y;
+            rem = qr.x;
             let t2 = t + carry;
             var c = t2;
             carry = 0u;
@@ -95,6 +98,35 @@ fn offsets(l: u32) -> vec2<u32> {
         }
     }
     return vec2<u32>(oa, ob);
+}
+
+// Set by the host, as a pipeline constant, when every dimension of the job is below 2^22:
+// `divmod` then divides in f32. A constant, not a uniform, so that no kernel pays a branch.
+override FLOAT_DIVISION: bool = false;
+
+// (n / d, n % d) for d >= 1. With `FLOAT_DIVISION` (d < 2^22) without an integer division,
+// which lavapipe, running invocations as CPU vector lanes, does one lane at a time: the quotient
+// is estimated in f32, corrected by the f32 quotient of what is left, then by one either way.
+// docs/backends.md, "Broadcast indexing", gives the error bound, which holds with any rounding
+// of the f32 operations within 1 ulp and a reciprocal within 3 ulp.
+fn divmod(n: u32, d: u32) -> vec2<u32> {
+    if (!FLOAT_DIVISION) {
+        return vec2<u32>(n / d, n % d);
+    }
+    let inv = 1.0 / f32(d);
+    // Within 2560 / d + 1 of the quotient. Capped at the largest f32 below 2^32 (2^32 - 256,
+    // reached only with d = 1), so that the conversion is in range on any device.
+    let q0 = u32(min(f32(n) * inv, 4294967040.0));
+    // n - q0 * d, exactly: its magnitude is below 2560 + 2d < 2^24, so f32 holds it too.
+    let r0 = bitcast<i32>(n - q0 * d);
+    let q1 = q0 + bitcast<u32>(i32(floor(f32(r0) * inv)));
+    // Now n - q1 * d lies in [-d, 2d).
+    let r1 = bitcast<i32>(n - q1 * d);
+    let under = r1 < 0;
+    let over = r1 >= i32(d);
+    let q = q1 - select(0u, 1u, under) + select(0u, 1u, over);
+    let rest = r1 + select(0, i32(d), under) - select(0, i32(d), over);
+    return vec2<u32>(q, bitcast<u32>(rest));
 }
 
 // The full 64-bit product of two u32, from 16-bit limbs.
