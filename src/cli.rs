@@ -1,6 +1,6 @@
 //! Command-line syntax: clap derive structs and value enums, nothing else. No I/O happens here,
 //! so `--help` and usage errors never touch a file or a GPU. The shell completions and the man
-//! page are generated from these same definitions ([`crate::shell`]).
+//! page are generated from these same definitions (`shell`).
 
 use crate::spec::level::{FeatureLevel, LevelChoice};
 use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};

@@ -1,6 +1,6 @@
 //! One `sub`/`sqdiff` run, start to finish, flowing one way: open inputs (headers only) ->
-//! checks -> plan ([`crate::plan`]) -> backend streams chunks into the output sink -> atomic
-//! commit -> report. Each stage records what it produced in a [`Trace`]; the report is built
+//! checks -> plan (`plan`) -> backend streams chunks into the output sink -> atomic
+//! commit -> report. Each stage records what it produced in a `Trace`; the report is built
 //! from the trace and the outcome at the end, whatever happened, and the outcome maps to an exit
 //! status.
 

@@ -18,7 +18,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 /// Float64's biased exponents: 0 (zero and subnormals) to 2047 (infinities and NaN).
 const EXPONENTS: usize = 2048;
 
-/// A partial summary of some of the output's elements; [`merge`](Self::merge) adds two.
+/// A partial summary of some of the output's elements; `merge` adds two.
 #[derive(Debug, Clone)]
 pub struct Accumulator {
     float: bool,

@@ -1,6 +1,6 @@
 //! The `.npy` file format: headers ([`header`]) and the Python literals they are written in
 //! ([`literal`]), opened inputs read in bulk ([`input`]) and C-order copies of large Fortran-order
-//! inputs ([`fortran`]). Results are written by [`crate::output`].
+//! inputs ([`fortran`]). Results are written by `output`.
 
 pub mod fortran;
 pub mod header;

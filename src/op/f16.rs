@@ -32,9 +32,9 @@ impl Arith for f16 {
         f16::from_f32(w).to_f32()
     }
 
-    /// On x86-64 with F16C and AVX (detected once, [`f16_x86::available`]), one fused pass: 8 or
+    /// On x86-64 with F16C and AVX (detected once, `f16_x86::available`), one fused pass: 8 or
     /// 16 elements at a time are widened to float32, computed and rounded back to nearest even
-    /// ([`f16_x86`]). Elsewhere, [`f16_blocks`].
+    /// (`f16_x86`). Elsewhere, `f16_blocks`.
     fn apply_slices(f: Formula, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
         #[cfg(target_arch = "x86_64")]
         if f16_x86::available() {

@@ -96,7 +96,7 @@ impl Formula {
     pub const ALL: [Formula; 3] = [Formula::Sub, Formula::SqDiff, Formula::SqDiffRounded];
 
     /// Applies the formula to `a` and `b` with `steps`. With a constant `self` (see
-    /// [`with_formula!`]) and inlined steps, this compiles to the bare arithmetic.
+    /// [`with_formula!`](crate::with_formula!)) and inlined steps, this compiles to the bare arithmetic.
     #[inline(always)]
     pub fn eval<S: Steps>(self, steps: &mut S, a: S::V, b: S::V) -> S::V {
         match self {
