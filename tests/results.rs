@@ -269,6 +269,42 @@ fn fortran_order_inputs_are_read_in_logical_order() {
     assert_eq!(dir.output::<i32>("out2.npy", &[2, 3, 4]), exp);
 }
 
+/// Inputs over the 32 MiB that backends hold whole, in each storage order: a Fortran-order one is
+/// copied in C order tile by tile first; a C-order one, and a Fortran-order one with a single
+/// dimension above 1 (whose storage is already in C order), are read as they are.
+#[test]
+fn large_inputs_in_either_storage_order_give_the_same_result() {
+    let dir = Dir::new();
+    // [2, 2100, 2100] float32 in Fortran order (35 MB); B broadcasts along the middle axis.
+    let sa = [2usize, 2100, 2100];
+    let a: Vec<f32> = (0..sa.iter().product::<usize>()).map(|i| (i % 9973) as f32 * 0.5).collect();
+    let sb = [2usize, 1, 2100];
+    let b: Vec<f32> = (0..4200).map(|i| i as f32 * 0.25).collect();
+    dir.write("a.npy", &npy_with(&sa, &a, Layout::fortran()));
+    dir.write("b.npy", &npy(&sb, &b));
+    let (_, expected) = broadcast_map(&sa, &a, &sb, &b, |x, y| (x - y) * (x - y));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "out.npy", "--report", "r.json"]).ok();
+    assert_same_bits(&dir.output::<f32>("out.npy", &sa), &expected);
+    // The report still describes the file as given.
+    let r = dir.report("r.json");
+    assert_eq!(r["inputs"][0]["fortran_order"], true);
+    assert_eq!(u64s(&r["broadcast"]["strides"][0]), vec![1, 2, 4200]);
+    // The same values in C order: no copy, the same result.
+    dir.write("c.npy", &npy(&sa, &a));
+    dir.run(&["sqdiff", "c.npy", "b.npy", "-o", "out_c.npy"]).ok();
+    assert_same_bits(&dir.output::<f32>("out_c.npy", &sa), &expected);
+    // A [9_000_000, 1] float32 (36 MB) whose header says Fortran order.
+    let sf = [9_000_000usize, 1];
+    let f: Vec<f32> = (0..sf[0]).map(|i| (i % 7919) as f32).collect();
+    dir.write("f.npy", &npy_with(&sf, &f, Layout::fortran()));
+    dir.write("one.npy", &npy(&[1usize], &[0.5f32]));
+    dir.run(&["sub", "f.npy", "one.npy", "-o", "out_f.npy"]).ok();
+    let expected: Vec<f32> = f.iter().map(|x| x - 0.5).collect();
+    assert_same_bits(&dir.output::<f32>("out_f.npy", &sf), &expected);
+    let names = ["a.npy", "b.npy", "c.npy", "f.npy", "one.npy", "out.npy", "out_c.npy", "out_f.npy", "r.json"];
+    assert_eq!(dir.listing(), names.iter().map(|s| s.to_string()).collect());
+}
+
 #[test]
 fn npy_versions_2_and_3_are_read() {
     let dir = Dir::new();
