@@ -186,7 +186,10 @@ mod tests {
 
     #[test]
     fn copies_are_in_c_order_for_any_tile_size() {
-        let shapes: [&[u64]; 6] = [&[3, 5], &[7, 1, 4], &[2, 3, 4], &[5, 2, 1, 3, 2], &[33, 3], &[3, 40]];
+        // Middle dimensions [2, 3] are coprime: a wrong unravelling of the middle coordinates
+        // can still visit each once. [2, 2] and [4, 6] are not.
+        let shapes: [&[u64]; 8] =
+            [&[3, 5], &[7, 1, 4], &[2, 3, 4], &[5, 2, 1, 3, 2], &[3, 2, 2, 5], &[2, 4, 6, 3], &[33, 3], &[3, 40]];
         for shape in shapes {
             let f = fortran_file(shape);
             let input = NpyInput::open_path(f.path()).expect("open");
