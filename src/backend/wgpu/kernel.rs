@@ -11,6 +11,11 @@ impl Params {
         p.rank = dims.len() as u32;
         p.chunk_local = chunk_local;
         p.dims[..dims.len()].copy_from_slice(dims);
+        for (inv, &d) in p.inv_dims.iter_mut().zip(dims) {
+            // Correctly rounded where `divmod` divides in f32 (d below 2^22, exact in f32);
+            // unused elsewhere (a dimension of 0 gives infinity: no element to index).
+            *inv = 1.0 / d as f32;
+        }
         p.strides_a[..dims.len()].copy_from_slice(strides[0]);
         p.strides_b[..dims.len()].copy_from_slice(strides[1]);
         p

@@ -43,7 +43,7 @@ pub struct Native {
     pub f64: bool,
 }
 
-/// The uniform block, as the host fills it (2976 bytes): `Params` in `wgsl/params.wgsl`, member
+/// The uniform block, as the host fills it (3104 bytes): `Params` in `wgsl/params.wgsl`, member
 /// for member, which the tests check by reflection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -62,6 +62,8 @@ pub struct Params {
     /// Number of intervals used in `intervals[i]`.
     pub interval_count: [u32; 2],
     pub dims: [u32; MAX_RANK],
+    /// `1 / dims[k]` in f32, correctly rounded (for the division in `divmod`).
+    pub inv_dims: [f32; MAX_RANK],
     /// Low words of the element strides.
     pub strides_a: [u32; MAX_RANK],
     pub strides_b: [u32; MAX_RANK],
@@ -309,6 +311,7 @@ mod tests {
             wide,
             interval_count,
             dims,
+            inv_dims,
             strides_a,
             strides_b,
             base_coords,

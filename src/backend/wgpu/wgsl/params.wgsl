@@ -17,6 +17,8 @@ struct Params {
     // Per input: how many of its `MAX_INTERVALS` interval slots are used.
     interval_count: vec2<u32>,
     dims: array<vec4<u32>, 8>,
+    // f32(1 / dims[k]), correctly rounded, for `divmod`.
+    inv_dims: array<vec4<f32>, 8>,
     // Low words of the element strides.
     strides_a: array<vec4<u32>, 8>,
     strides_b: array<vec4<u32>, 8>,
@@ -47,7 +49,7 @@ fn input_offsets(l: u32) -> vec4<u32> {
         for (var k = i32(p.rank) - 1; k > 0; k = k - 1) {
             let q = u32(k) >> 2u;
             let r = u32(k) & 3u;
-            let qr = divmod(rem, p.dims[q][r]);
+            let qr = divmod(rem, p.dims[q][r], p.inv_dims[q][r]);
             rem = qr.x;
             xa.x = xa.x + qr.y * p.strides_a[q][r];
             xb.x = xb.x + qr.y * p.strides_b[q][r];
@@ -65,7 +67,7 @@ fn input_offsets(l: u32) -> vec4<u32> {
             let r = u32(k) & 3u;
             let d = p.dims[q][r];
             let base = p.base_coords[q][r];
-            let qr = divmod(rem, d);
+            let qr = divmod(rem, d, p.inv_dims[q][r]);
             let t = base + qr.y;
             rem = qr.x;
             let t2 = t + carry;
@@ -104,16 +106,16 @@ fn offsets(l: u32) -> vec2<u32> {
 // `divmod` then divides in f32. A constant, not a uniform, so that no kernel pays a branch.
 override FLOAT_DIVISION: bool = false;
 
-// (n / d, n % d) for d >= 1. With `FLOAT_DIVISION` (d < 2^22) without an integer division,
-// which lavapipe, running invocations as CPU vector lanes, does one lane at a time: the quotient
-// is estimated in f32, corrected by the f32 quotient of what is left, then by one either way.
-// docs/backends.md, "Broadcast indexing", gives the error bound, which holds with any rounding
-// of the f32 operations within 1 ulp and a reciprocal within 3 ulp.
-fn divmod(n: u32, d: u32) -> vec2<u32> {
+// (n / d, n % d) for d >= 1, `inv` being f32(1 / d). With `FLOAT_DIVISION` (d < 2^22) without
+// a division, which lavapipe, running invocations as CPU vector lanes, does one lane at a time
+// for integers: the quotient is estimated in f32 from the reciprocal, corrected by the f32
+// quotient of what is left, then by one either way. docs/backends.md, "Broadcast indexing",
+// gives the error bound, which holds with any rounding of the f32 operations within 1 ulp and a
+// reciprocal within 3 ulp.
+fn divmod(n: u32, d: u32, inv: f32) -> vec2<u32> {
     if (!FLOAT_DIVISION) {
         return vec2<u32>(n / d, n % d);
     }
-    let inv = 1.0 / f32(d);
     // Within 2560 / d + 1 of the quotient. Capped at the largest f32 below 2^32 (2^32 - 256,
     // reached only with d = 1), so that the conversion is in range on any device.
     let q0 = u32(min(f32(n) * inv, 4294967040.0));
