@@ -155,10 +155,11 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// A Fortran-order int32 file whose element at C multi-index c holds its C-order position.
-    fn fortran_file(shape: &[u64]) -> tempfile::NamedTempFile {
+    /// A Fortran-order file of unsigned integers of `size` bytes (1, 2, 4 or 8) whose element at
+    /// C multi-index c holds its C-order position (below 256 in the tests).
+    fn fortran_file(shape: &[u64], size: usize) -> tempfile::NamedTempFile {
         let n: u64 = shape.iter().product();
-        let mut data = vec![0i32; n as usize];
+        let mut data = vec![0u64; n as usize];
         for flat in 0..n {
             // C multi-index of flat, then its Fortran storage offset.
             let (mut rem, mut off, mut f) = (flat, 0u64, 1u64);
@@ -171,37 +172,40 @@ mod tests {
                 off += idx[k] * f;
                 f *= shape[k];
             }
-            data[off as usize] = flat as i32;
+            data[off as usize] = flat;
         }
         let shape_s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        let dict = format!("{{'descr': '<i4', 'fortran_order': True, 'shape': ({},), }}", shape_s.join(", "));
+        let descr = if size == 1 { "|u1".to_string() } else { format!("<u{size}") };
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': True, 'shape': ({},), }}", shape_s.join(", "));
         let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
         bytes.extend((dict.len() as u16).to_le_bytes());
         bytes.extend(dict.as_bytes());
-        bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()));
+        bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()[..size].to_vec()));
         let mut f = tempfile::NamedTempFile::new().expect("temp file");
         f.write_all(&bytes).expect("write");
         f
     }
 
     #[test]
-    fn copies_are_in_c_order_for_any_tile_size() {
+    fn copies_are_in_c_order_for_any_tile_and_element_size() {
         // Middle dimensions [2, 3] are coprime: a wrong unravelling of the middle coordinates
         // can still visit each once. [2, 2] and [4, 6] are not.
         let shapes: [&[u64]; 8] =
             [&[3, 5], &[7, 1, 4], &[2, 3, 4], &[5, 2, 1, 3, 2], &[3, 2, 2, 5], &[2, 4, 6, 3], &[33, 3], &[3, 40]];
-        for shape in shapes {
-            let f = fortran_file(shape);
-            let input = NpyInput::open_path(f.path()).expect("open");
-            assert!(is_strided_fortran(&input));
-            for tile in [1, 2, 5, 16, 1 << 20] {
-                let copy = c_order_copy_with(&input, tile).expect("copy");
-                assert!(!copy.header.fortran_order);
-                let n = copy.header.elements as usize;
-                let mut got = vec![0i32; n];
-                copy.read_into(0, &mut got).expect("read copy");
-                let want: Vec<i32> = (0..n as i32).collect();
-                assert_eq!(got, want, "{shape:?} tile {tile}");
+        for size in [1, 2, 4, 8] {
+            for shape in shapes {
+                let f = fortran_file(shape, size);
+                let input = NpyInput::open_path(f.path()).expect("open");
+                assert!(is_strided_fortran(&input));
+                for tile in [1, 2, 5, 16, 1 << 20] {
+                    let copy = c_order_copy_with(&input, tile).expect("copy");
+                    assert!(!copy.header.fortran_order);
+                    let n = copy.header.elements;
+                    let mut got = vec![0u8; n as usize * size];
+                    copy.read_raw(0, &mut got).expect("read copy");
+                    let want: Vec<u8> = (0..n).flat_map(|i| i.to_le_bytes()[..size].to_vec()).collect();
+                    assert_eq!(got, want, "{shape:?}, {size}-byte elements, tile {tile}");
+                }
             }
         }
     }
