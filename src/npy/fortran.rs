@@ -210,6 +210,31 @@ mod tests {
         }
     }
 
+    /// The memory bound: a tile never holds more than `tile` elements, yet fills at least a
+    /// quarter of it (or the whole plane), and takes whole rows or columns where one side is
+    /// short, so that runs merge.
+    #[test]
+    fn tiles_are_bounded_and_filled() {
+        let sizes = [1u64, 2, 3, 7, 100, 1000, 1 << 20, 5_000_003];
+        for tile in [1u64, 2, 5, 16, 1000, 1 << 20] {
+            let side = ((tile as f64).sqrt() as u64).max(1);
+            for d0 in sizes {
+                for dl in sizes {
+                    let (t0, tl) = tile_shape(d0, dl, tile);
+                    let what = format!("plane {d0} x {dl}, tile {tile}: {t0} x {tl}");
+                    assert!((1..=d0).contains(&t0) && (1..=dl).contains(&tl), "{what}");
+                    assert!(t0 * tl <= tile.max(1), "{what}: over the bound");
+                    assert!(4 * t0 * tl >= tile.min(d0 * dl), "{what}: the tile is mostly empty");
+                    if dl <= side {
+                        assert_eq!(tl, dl, "{what}: whole rows");
+                    } else if d0 <= side {
+                        assert_eq!(t0, d0, "{what}: whole columns");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn merges_only_adjacent_runs() {
         let mut calls = Vec::new();
