@@ -310,11 +310,17 @@ mod tests {
     }
 
     /// What the kernel's `input_offsets` gives for positions `[start, start + n)` of `iter`, in
-    /// 64 bits (`wide`) or 32, with the uniform block filled as a run fills it.
-    fn gpu_offsets(gpu: &Gpu, iter: &Iteration, wide: bool, start: u64, n: u64) -> Vec<[u64; 2]> {
+    /// 64 bits (`wide`) or 32, with the uniform block filled as a run fills it, but for the
+    /// reciprocals of the dimensions, moved by `ulps` (to test `divmod`'s error bound).
+    fn gpu_offsets(gpu: &Gpu, iter: &Iteration, wide: bool, start: u64, n: u64, ulps: i32) -> Vec<[u64; 2]> {
         let layout =
             Layout::of(iter, wide, n, [Feed::Resident, Feed::Resident]).expect("a shape the wgpu backend takes");
-        let params = layout.params(iter, start, n);
+        let mut params = layout.params(iter, start, n);
+        for inv in &mut params.inv_dims {
+            for _ in 0..ulps.unsigned_abs() {
+                *inv = if ulps > 0 { inv.next_up() } else { inv.next_down() };
+            }
+        }
         let dummy = gpu.resident_buffer(&[0; 4]);
         let src = shader::offsets_source();
         let kernel =
@@ -333,7 +339,12 @@ mod tests {
 
     /// Checks positions `[start, start + n)` of `iter` against the CPU's offsets (modulo 2^64).
     fn check(gpu: &Gpu, what: &str, iter: &Iteration, wide: bool, start: u64, n: u64) {
-        let got = gpu_offsets(gpu, iter, wide, start, n);
+        check_with(gpu, what, iter, wide, start, n, 0)
+    }
+
+    /// [`check`] with the reciprocals of the dimensions moved by `ulps`.
+    fn check_with(gpu: &Gpu, what: &str, iter: &Iteration, wide: bool, start: u64, n: u64, ulps: i32) {
+        let got = gpu_offsets(gpu, iter, wide, start, n, ulps);
         for (l, g) in got.iter().enumerate() {
             let idx = iter.unravel(start + l as u64);
             let want = [0, 1].map(|i| {
@@ -423,8 +434,9 @@ mod tests {
 
     /// `divmod`'s quotients and remainders where its f32 estimate is furthest off: flat indices
     /// up to 2^32 - 1 by divisors from 1 to 2^22 - 1 (the largest it divides in f32) and past
-    /// it (integer division), at multiples of the divisor and either side. Offsets of A are the
-    /// quotient, of B the remainder; a third dimension chains two divisions.
+    /// it (integer division), at multiples of the divisor and either side, with the reciprocal
+    /// as the host computes it and 3 ulp off either way (the error the bound allows). Offsets
+    /// of A are the quotient, of B the remainder; a third dimension chains two divisions.
     #[test]
     fn offsets_divide_exactly_by_every_kind_of_dimension() {
         let Some(gpu) = gpu("offsets_divide_exactly_by_every_kind_of_dimension") else { return };
@@ -435,10 +447,16 @@ mod tests {
             let it = iteration(&[outer, d], &[1, 0], &[0, 1]);
             assert_eq!(shader_division_is_float(&it, false), d < 1 << 22, "divisor {d}");
             let total = outer * d;
-            let mut starts = vec![0, total - n.min(total), total / 2 - n.min(total / 2)];
-            starts.extend([m / 3, m / 2 + 12345].map(|s| s.min(total - n.min(total))));
+            let last = total - n.min(total);
+            let mut starts = vec![0, last, total / 2 - n.min(total / 2)];
+            starts.extend([m / 3, m / 2 + 12345].map(|s| s.min(last)));
+            // Either side of multiples of d, from the first row to the last.
+            starts.extend([1, outer / 3, outer / 2, outer - 1].map(|k| (k * d).saturating_sub(n / 2).min(last)));
             for start in starts {
-                check(&gpu, &format!("divisor {d}"), &it, false, start, n.min(total - start));
+                for ulps in [0, -3, 3] {
+                    let what = format!("divisor {d}, reciprocal {ulps} ulp off");
+                    check_with(&gpu, &what, &it, false, start, n.min(total - start), ulps);
+                }
             }
         }
         // Rank 3: the quotient of one division is the dividend of the next.

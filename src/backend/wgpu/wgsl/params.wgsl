@@ -102,7 +102,7 @@ fn offsets(l: u32) -> vec2<u32> {
     return vec2<u32>(oa, ob);
 }
 
-// Set by the host, as a pipeline constant, when every dimension of the job is below 2^22:
+// Set by the host, as a pipeline constant, when every dimension it divides by is below 2^22:
 // `divmod` then divides in f32. A constant, not a uniform, so that no kernel pays a branch.
 override FLOAT_DIVISION: bool = false;
 
