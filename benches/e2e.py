@@ -2,7 +2,8 @@
 floor, file to file, with interleaved runs, a fresh output path per run, medians and ratios.
 
 usage: python3 benches/e2e.py [BIN] [--runs N] [--log2 K] [--cases NAME,...] [--backend wgpu]
-                              [--compare OTHER_BIN]
+                              [--compare OTHER_BIN] [--floor FLOOR_BIN]
+       python3 benches/e2e.py [BIN] --threads 1,2,4,8,16 [--runs N] [--log2 K] [--plot FILE.png]
 
 BIN defaults to target/release/tensorop. Inputs (2^K elements, default 26: 256 MiB float32) are
 made once in a scratch directory (TMPDIR) and stay in the page cache across runs. Each round runs
@@ -12,6 +13,13 @@ adds a second tensorop binary (say, a build of the previous commit) to the same 
 rounds, as the tool `compare`: the before/after check of a change. A case with a variant
 (f32_sqdiff with --stats, f32_sub with --fsync) also runs it in the same rounds (the tool
 `+stats`, `+fsync`) and prints its cost as a ratio.
+
+--threads runs the scaling sweep instead: float32 `sub` of two 2^K-element inputs with tensorop
+`--threads T` against the multi-threaded floor (`floor copy-mt` with T threads) for each T, in
+interleaved rounds. It prints each median, the throughput (bytes of both inputs and the output
+per second) and tensorop's share of the floor's throughput (goal: at least 80%), and with
+--plot draws that curve (needs matplotlib). --floor takes a prebuilt floor binary instead of
+compiling benches/floor.c with the machine's `cc`.
 """
 import os
 import shutil
@@ -40,6 +48,9 @@ log2 = int(opt("--log2", "26"))
 only = opt("--cases", "")
 backend = opt("--backend", "cpu")
 compare = opt("--compare", "")
+sweep = [int(t) for t in opt("--threads", "").split(",") if t]
+plot = opt("--plot", "")
+prebuilt_floor = opt("--floor", "")
 binary = os.path.abspath(args[0] if args else "target/release/tensorop")
 here = os.path.dirname(os.path.abspath(__file__))
 n = 1 << log2
@@ -78,6 +89,28 @@ np.save(sys.argv[4], m([a, b])[0])
 """
 
 
+def save_input(path, shape, dtype, rng):
+    """Random input; past 2^26 elements a 2^24-element random block is repeated, so that inputs
+    of many GiB are written at the page cache's speed without a copy of them in memory."""
+    count = int(np.prod(shape))
+    if count <= 1 << 26:
+        if np.dtype(dtype).kind == "f":
+            np.save(path, rng.standard_normal(shape).astype(dtype))
+        else:
+            info = np.iinfo(dtype)
+            lo, hi = max(info.min, -1000), min(info.max, 1000)
+            np.save(path, rng.integers(lo, hi, size=shape, dtype=dtype))
+        return
+    block = rng.standard_normal(1 << 24).astype(dtype)
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": shape})
+        left = count
+        while left:
+            part = block[: min(left, block.size)]
+            f.write(part.tobytes())
+            left -= part.size
+
+
 def have_openvino():
     return subprocess.run([sys.executable, "-c", "import openvino"], capture_output=True).returncode == 0
 
@@ -102,12 +135,84 @@ def timed(cmd):
     return wall, rss
 
 
+def build_floor(work):
+    """The floor program: --floor, or benches/floor.c built with the machine's cc (None without)."""
+    if prebuilt_floor:
+        return os.path.abspath(prebuilt_floor)
+    cc = shutil.which("cc")
+    if not cc:
+        return None
+    floor = os.path.join(work, "floor")
+    subprocess.run([cc, "-O3", "-march=native", "-fopenmp", "-o", floor, os.path.join(here, "floor.c")], check=True)
+    return floor
+
+
+def scaling():
+    """tensorop --threads T against floor copy-mt T, float32 sub, for each T of --threads."""
+    work = tempfile.mkdtemp(prefix="tensorop-bench-")
+    floor = build_floor(work)
+    if not floor:
+        raise SystemExit("--threads needs the floor: install cc or pass --floor")
+    a, b = os.path.join(work, "a.npy"), os.path.join(work, "b.npy")
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    for path in (a, b):
+        save_input(path, (n,), "float32", rng)
+    moved = os.path.getsize(a) * 3
+    print(f"scaling: float32 sub, 2^{log2} elements ({moved / 3 / 2**30:.2f} GiB per file, made in "
+          f"{time.perf_counter() - t:.0f} s); {runs} interleaved rounds, medians; machine: {os.cpu_count()} cores")
+    cmds = {
+        "tensorop": lambda th, out: [binary, "sub", a, b, "-o", out, "--threads", str(th), "-q", "-f", "none"],
+        "floor-mt": lambda th, out: [floor, "copy-mt", a, b, out, str(th)],
+    }
+    jobs = [(tool, th) for th in sweep for tool in cmds]
+    times = {job: [] for job in jobs}
+    rss = {job: 0 for job in jobs}
+    for r in range(runs):
+        for tool, th in jobs[r % len(jobs) :] + jobs[: r % len(jobs)]:
+            out = os.path.join(work, f"out_{tool}_{th}.npy")
+            wall, kib = timed(cmds[tool](th, out))
+            times[(tool, th)].append(wall)
+            rss[(tool, th)] = max(rss[(tool, th)], kib or 0)
+            os.unlink(out)
+    print(f"{'threads':>7} {'tensorop s':>10} {'floor-mt s':>10} {'tensorop GB/s':>13} {'floor GB/s':>10} "
+          f"{'share':>6} {'peak RSS':>9}")
+    rows = []
+    for th in sweep:
+        mt, mf = (statistics.median(times[(tool, th)]) for tool in cmds)
+        rows.append((th, moved / mt / 1e9, moved / mf / 1e9))
+        mem = f"{rss[('tensorop', th)] / 1024:.0f} MiB" if rss[("tensorop", th)] else "-"
+        print(f"{th:>7} {mt:>10.3f} {mf:>10.3f} {rows[-1][1]:>13.2f} {rows[-1][2]:>10.2f} "
+              f"{mf / mt:>5.0%} {mem:>9}")
+    if plot:
+        try:
+            import matplotlib
+        except ImportError:
+            raise SystemExit("--plot needs matplotlib (pip install matplotlib)")
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([r[0] for r in rows], [r[1] for r in rows], "o-", label="tensorop sub")
+        ax.plot([r[0] for r in rows], [r[2] for r in rows], "s--", label="floor (C, pread/pwrite)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sweep, [str(t) for t in sweep])
+        ax.set_xlabel("threads")
+        ax.set_ylabel("GB/s (both inputs + output)")
+        ax.set_title(f"float32 sub, 2^{log2} elements, file to file, {os.cpu_count()} cores")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=100)
+        print(f"plot: {plot}")
+    shutil.rmtree(work)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="tensorop-bench-")
-    floor = os.path.join(work, "floor")
-    cc = shutil.which("cc")
-    if cc:
-        subprocess.run([cc, "-O3", "-march=native", "-fopenmp", "-o", floor, os.path.join(here, "floor.c")], check=True)
+    floor = build_floor(work)
+    if floor:
         bw = subprocess.run([floor, "stream", str(1 << 25)], capture_output=True, text=True).stdout.strip()
         print(f"STREAM-style c = a - b on all cores: {bw} GB/s (three arrays counted)")
     tools = ["tensorop"] + (["compare"] if compare else []) + ["numpy"] + (["openvino"] if have_openvino() else [])
@@ -121,12 +226,7 @@ def main():
             continue
         a, b = os.path.join(work, f"{name}_a.npy"), os.path.join(work, f"{name}_b.npy")
         for path, shape in ((a, sa), (b, sb)):
-            if np.dtype(dtype).kind == "f":
-                np.save(path, rng.standard_normal(shape).astype(dtype))
-            else:
-                info = np.iinfo(dtype)
-                lo, hi = max(info.min, -1000), min(info.max, 1000)
-                np.save(path, rng.integers(lo, hi, size=shape, dtype=dtype))
+            save_input(path, shape, dtype, rng)
         run = lambda exe, flags: lambda out: [exe, op, a, b, "-o", out, "--backend", backend, "-q", "-f", "none", *flags]
         cmds = {
             "tensorop": run(binary, []),
@@ -141,7 +241,7 @@ def main():
             # The other build runs the variant too where it knows the flag.
             knows = compare and variant[0] in subprocess.run([compare, op, "--help"], capture_output=True, text=True).stdout
             use[1:1] = [plus] + (["cmp" + plus] if knows else [])
-        if cc and name == "f32_sub":
+        if floor and name == "f32_sub":
             cmds["floor"] = lambda out: [floor, "copy", a, b, out]
             cmds["floor-mt"] = lambda out: [floor, "copy-mt", a, b, out]
             use += ["floor", "floor-mt"]
@@ -177,4 +277,4 @@ def main():
     shutil.rmtree(work)
 
 
-main()
+scaling() if sweep else main()
