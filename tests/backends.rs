@@ -391,6 +391,37 @@ fn integer_emulation_is_exact_at_its_seams() {
     }
 }
 
+/// float32 bit patterns where a device that flushes subnormals would differ, and where
+/// `float32_exact.wgsl` changes paths: biased exponents 0 to 3 (subnormals and the smallest
+/// normals), 23 to 27 (the subtraction's bound, 26), 52 to 54 (squares at the smallest
+/// subnormal's half, 2^-150), 62 to 66 (squares at 2^-126) and 100 to 102, 126 to 128 and 254,
+/// each with significands 0, 1, 2, half, and the two largest; both signs, with infinities and
+/// NaNs. Three odd multiples of 2^-75 more, whose squares lie exactly halfway between two
+/// subnormals (9, 25 and 4095^2 halves of 2^-149): ties to even.
+fn float32_seams() -> Vec<u64> {
+    let mut v: Vec<u64> = vec![0x7f80_0000, 0x7fc0_0000, 0x7f80_0001, 0x1ac0_0000, 0x1b20_0000, 0x1fff_f000];
+    for e in [0u64, 1, 2, 3, 23, 24, 25, 26, 27, 52, 53, 54, 62, 63, 64, 65, 66, 100, 101, 102, 126, 127, 128, 254] {
+        for m in [0u64, 1, 2, 0x40_0000, 0x7f_fffe, 0x7f_ffff] {
+            v.push(e << 23 | m);
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    v.iter().flat_map(|&b| [b, b | 0x8000_0000]).collect()
+}
+
+/// A device that flushes float32 subnormals gets exact float32 arithmetic from
+/// `float32_exact.wgsl`; `TENSOROP_WGPU_EMULATE=1` (the "emulated" runs) uses it on any device.
+#[test]
+fn float32_is_exact_at_the_subnormal_seams() {
+    if !common::gpu_available("float32_is_exact_at_the_subnormal_seams") {
+        return;
+    }
+    let dir = common::Dir::new();
+    let seams = float32_seams();
+    pairs_match(&dir, "<f4", 4, true, &seams, &seams);
+}
+
 #[test]
 fn float16_emulation_is_exact_at_its_rounding_midpoints() {
     if !common::gpu_available("float16_emulation_is_exact_at_its_rounding_midpoints") {

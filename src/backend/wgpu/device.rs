@@ -100,6 +100,8 @@ impl Gpu {
             f16: features.contains(wgpu::Features::SHADER_F16),
             int64: features.contains(wgpu::Features::SHADER_INT64),
             f64: features.contains(wgpu::Features::SHADER_F64),
+            // Set by the probe below.
+            f32_subnormals: false,
         };
         let alimits = adapter.limits();
         let mut limits = wgpu::Limits::downlevel_defaults();
@@ -127,6 +129,9 @@ impl Gpu {
             tuning: *tuning,
         };
         gpu.flushes_subnormals = gpu.probe_subnormals()?;
+        // Float32 arithmetic is exact on the device's own operations only where it keeps
+        // subnormals; with TENSOROP_WGPU_EMULATE=1 the flushing devices' path runs everywhere.
+        gpu.enabled.f32_subnormals = !gpu.flushes_subnormals && !emulate;
         gpu.init_time = t.elapsed();
         Ok(gpu)
     }
@@ -217,6 +222,7 @@ impl Gpu {
             DType::I64 | DType::U64 => (vec![], vec!["SHADER_INT64"]),
             DType::F64 if native.f64 => (vec!["SHADER_F64"], vec![]),
             DType::F64 => (vec![], vec!["SHADER_F64"]),
+            DType::F32 if !native.f32_subnormals => (vec![], vec!["float32 subnormals (no wgpu feature)"]),
             _ => (vec![], vec![]),
         };
         DeviceReport {

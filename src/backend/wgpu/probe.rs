@@ -10,7 +10,9 @@ impl Gpu {
         let sem = crate::op::Semantics { op: crate::op::Op::Sub, half_precision: false };
         let a = self.resident_buffer(&3u32.to_le_bytes());
         let b = self.resident_buffer(&1u32.to_le_bytes());
-        let kernel = Kernel::new(self, DType::F32, sem, Native::default(), true, [Some(&a), Some(&b)], [0, 0], 4, 1)?;
+        // The device's own float32 arithmetic, whatever this probe decides.
+        let native = Native { f32_subnormals: true, ..Native::default() };
+        let kernel = Kernel::new(self, DType::F32, sem, native, true, [Some(&a), Some(&b)], [0, 0], 4, 1)?;
         let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 0);
         params.rank = 1;
         let mut out = Vec::new();

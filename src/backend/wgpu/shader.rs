@@ -9,12 +9,14 @@
 //!   per-element entry point `element.wgsl`; or `packed.wgsl` (8- and 16-bit elements packed
 //!   four or two to a u32 word, since WGSL has no 8- or 16-bit integers);
 //! - **arithmetic**, in the arithmetic type `Wide` (an alias in the prelude): `widen`, `narrow`
-//!   and `step_round` (`identity.wgsl` where `Wide` is the element type; `float32_bits.wgsl`,
-//!   `float16.wgsl` with the device's `f16`, or `float16_bits.wgsl`, which rounds to nearest even
-//!   with integer operations whatever the device's conversions do), and the steps `step_sub` and
-//!   `step_mul` of [`crate::op::Steps`] (`native_steps.wgsl` with WGSL's operators, or
-//!   `int64_words.wgsl` on `vec2<u32>` words for devices without 64-bit integers, or
-//!   `float64_words.wgsl`, IEEE binary64 on `vec2<u32>` words for devices without SHADER_F64);
+//!   and `step_round` (`identity.wgsl` where `Wide` is the element type; `float32_bits.wgsl`;
+//!   `float16.wgsl` with the device's `f16`, or `float16_packed.wgsl` without it, both rounding
+//!   to nearest even with the integer conversions of `float16_bits.wgsl` where the device's own
+//!   might not), and the steps `step_sub` and `step_mul` of [`crate::op::Steps`]
+//!   (`native_steps.wgsl` with WGSL's operators; `int64_words.wgsl` on `vec2<u32>` words for
+//!   devices without 64-bit integers; `float64_words.wgsl`, IEEE binary64 on `vec2<u32>` words
+//!   for devices without SHADER_F64; `float32_exact.wgsl`, float32 on its bits for devices that
+//!   flush float32 subnormals);
 //!
 //! and one generated function, `op`, which is the operator's [`Formula`] evaluated over WGSL
 //! text: the same definition the CPU kernels compile, so a kernel cannot compute a different
@@ -41,6 +43,9 @@ pub struct Native {
     pub int64: bool,
     /// SHADER_F64.
     pub f64: bool,
+    /// The device keeps float32 subnormals (its probe found no flushing); else float32
+    /// subtraction and multiplication go through `float32_exact.wgsl`.
+    pub f32_subnormals: bool,
 }
 
 /// The uniform block, as the host fills it (3104 bytes): `Params` in `wgsl/params.wgsl`, member
@@ -143,25 +148,29 @@ impl Storage {
 /// Arithmetic parts: element conversions and rounding, and the primitive steps.
 const IDENTITY: Part = wgsl!("identity.wgsl");
 const NATIVE_STEPS: Part = wgsl!("native_steps.wgsl");
+/// float16 <-> float32 in integer operations: the emulated float16 conversions, and every float16
+/// kernel's intermediate rounding.
+const F16_BITS: Part = wgsl!("float16_bits.wgsl");
 
 /// How a kernel computes for one dtype with the device's native features: its storage, the
 /// arithmetic type `Wide`, and the arithmetic parts. Without a feature the dtype is emulated on
 /// `u32` words (float64: `float64_words.wgsl`, IEEE binary64 in integer operations).
-fn kind(dtype: DType, native: Native) -> (Storage, &'static str, [Part; 2]) {
+fn kind(dtype: DType, native: Native) -> (Storage, &'static str, &'static [Part]) {
     use DType::*;
     let u32_word = Storage::Direct { word: "u32" };
-    let wrapping = [IDENTITY, NATIVE_STEPS];
+    const WRAPPING: &[Part] = &[IDENTITY, NATIVE_STEPS];
     match dtype {
-        I8 | U8 => (Storage::Packed { lanes: 4 }, "u32", wrapping),
-        I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", wrapping),
-        I32 | U32 => (u32_word, "u32", wrapping),
-        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, "u64", wrapping),
-        I64 | U64 => (Storage::Words64, "vec2<u32>", [IDENTITY, wgsl!("int64_words.wgsl")]),
-        F16 if native.f16 => (Storage::Direct { word: "f16" }, "f32", [wgsl!("float16.wgsl"), NATIVE_STEPS]),
-        F16 => (Storage::Packed { lanes: 2 }, "f32", [wgsl!("float16_bits.wgsl"), NATIVE_STEPS]),
-        F32 => (u32_word, "f32", [wgsl!("float32_bits.wgsl"), NATIVE_STEPS]),
-        F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", [IDENTITY, NATIVE_STEPS]),
-        F64 => (Storage::Words64, "vec2<u32>", [IDENTITY, wgsl!("float64_words.wgsl")]),
+        I8 | U8 => (Storage::Packed { lanes: 4 }, "u32", WRAPPING),
+        I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", WRAPPING),
+        I32 | U32 => (u32_word, "u32", WRAPPING),
+        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, "u64", WRAPPING),
+        I64 | U64 => (Storage::Words64, "vec2<u32>", &[IDENTITY, wgsl!("int64_words.wgsl")]),
+        F16 if native.f16 => (Storage::Direct { word: "f16" }, "f32", &[wgsl!("float16.wgsl"), F16_BITS, NATIVE_STEPS]),
+        F16 => (Storage::Packed { lanes: 2 }, "f32", &[wgsl!("float16_packed.wgsl"), F16_BITS, NATIVE_STEPS]),
+        F32 if native.f32_subnormals => (u32_word, "f32", &[wgsl!("float32_bits.wgsl"), NATIVE_STEPS]),
+        F32 => (u32_word, "u32", &[IDENTITY, wgsl!("float32_exact.wgsl")]),
+        F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", WRAPPING),
+        F64 => (Storage::Words64, "vec2<u32>", &[IDENTITY, wgsl!("float64_words.wgsl")]),
     }
 }
 
@@ -190,7 +199,7 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
     if let Storage::Packed { lanes } = storage {
         src.push_str(&format!("const LANES: u32 = {lanes}u;\nconst BITS: u32 = {}u;\n", 32 / lanes));
     }
-    for part in [PARAMS].iter().chain(storage.parts()).chain(&arith) {
+    for part in [PARAMS].iter().chain(storage.parts()).chain(arith) {
         src.push('\n');
         src.push_str(&part.text());
     }
@@ -268,7 +277,7 @@ mod tests {
     #[test]
     fn every_supported_kernel_is_valid_wgsl() {
         let none = Native::default();
-        let all = Native { f16: true, int64: true, f64: true };
+        let all = Native { f16: true, int64: true, f64: true, f32_subnormals: true };
         for d in DType::ALL {
             for op in Op::ALL {
                 for half_precision in [false, true] {

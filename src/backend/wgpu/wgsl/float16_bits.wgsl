@@ -1,9 +1,9 @@
-// Arithmetic: float16 on the element's bits (`Elem` is a u32 holding 16 bits), computed in float32
-// and rounded back to nearest even with integer operations, so the result does not depend on how
-// a device rounds conversions.
+// float16 <-> float32 with integer operations (float16 bits in the low 16 bits of a u32), rounded
+// to nearest even whatever the device's conversions do: the emulated float16 kernels' `widen` and
+// `narrow`, and every float16 kernel's `step_round` (a device may fold f32(f16(x)) into x).
 
 // float16 bits -> float32, exactly (float16 subnormals are normal float32 values).
-fn widen(h: Elem) -> Wide {
+fn f16_bits_to_f32(h: u32) -> f32 {
     let s = (h & 0x8000u) << 16u;
     let e = (h >> 10u) & 0x1fu;
     let m = h & 0x3ffu;
@@ -18,7 +18,7 @@ fn widen(h: Elem) -> Wide {
 }
 
 // float32 -> float16 bits, rounded to nearest even with integer operations.
-fn narrow(f: Wide) -> Elem {
+fn f32_to_f16_bits(f: f32) -> u32 {
     let x = bitcast<u32>(f);
     let s = (x >> 16u) & 0x8000u;
     let ax = x & 0x7fffffffu;
@@ -48,7 +48,3 @@ fn narrow(f: Wide) -> Elem {
     return s | r;
 }
 
-// The intermediate rounding of `sqdiff --half-precision`.
-fn step_round(x: Wide) -> Wide {
-    return widen(narrow(x));
-}
