@@ -102,6 +102,7 @@ impl Gpu {
             f64: features.contains(wgpu::Features::SHADER_F64),
             // Set by the probe below.
             f32_subnormals: false,
+            flush_model: emulate,
         };
         let alimits = adapter.limits();
         let mut limits = wgpu::Limits::downlevel_defaults();

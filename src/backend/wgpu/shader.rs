@@ -46,6 +46,9 @@ pub struct Native {
     /// The device keeps float32 subnormals (its probe found no flushing); else float32
     /// subtraction and multiplication go through `float32_exact.wgsl`.
     pub f32_subnormals: bool,
+    /// `float32_exact.wgsl` flushes subnormals itself, as a flushing device would
+    /// (`TENSOROP_WGPU_EMULATE=1`): any device then tests its bounds.
+    pub flush_model: bool,
 }
 
 /// The uniform block, as the host fills it (3104 bytes): `Params` in `wgsl/params.wgsl`, member
@@ -194,7 +197,8 @@ pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
     }
     src.push_str(&format!(
         "const WORKGROUP: u32 = {WORKGROUP}u;\nconst MAX_INTERVALS: u32 = {MAX_INTERVALS}u;\n\
-         alias Word = {word};\nalias Elem = {elem};\nalias Wide = {wide};\n"
+         alias Word = {word};\nalias Elem = {elem};\nalias Wide = {wide};\nconst FLUSH: bool = {};\n",
+        native.flush_model
     ));
     if let Storage::Packed { lanes } = storage {
         src.push_str(&format!("const LANES: u32 = {lanes}u;\nconst BITS: u32 = {}u;\n", 32 / lanes));
@@ -277,12 +281,13 @@ mod tests {
     #[test]
     fn every_supported_kernel_is_valid_wgsl() {
         let none = Native::default();
-        let all = Native { f16: true, int64: true, f64: true, f32_subnormals: true };
+        let all = Native { f16: true, int64: true, f64: true, f32_subnormals: true, flush_model: false };
+        let model = Native { flush_model: true, ..none };
         for d in DType::ALL {
             for op in Op::ALL {
                 for half_precision in [false, true] {
                     let sem = Semantics { op, half_precision };
-                    for native in [none, all] {
+                    for native in [none, all, model] {
                         validate(&source(d, sem, native), &format!("{d} {op:?} {native:?}"));
                     }
                 }

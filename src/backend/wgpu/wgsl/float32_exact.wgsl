@@ -6,13 +6,32 @@
 
 const F32_SIGN: u32 = 0x80000000u;
 
+// The device's float operations. With `FLUSH` (a prelude constant, true under
+// TENSOROP_WGPU_EMULATE=1) they flush subnormal operands and results to zero themselves, as a
+// flushing device does, so that a device which keeps subnormals tests the bounds below too.
+fn flushed(x: f32) -> f32 {
+    let u = bitcast<u32>(x);
+    if (FLUSH && (u & 0x7f800000u) == 0u) {
+        return bitcast<f32>(u & F32_SIGN);
+    }
+    return x;
+}
+
+fn dev_sub(a: f32, b: f32) -> f32 {
+    return flushed(flushed(a) - flushed(b));
+}
+
+fn dev_mul(a: f32, b: f32) -> f32 {
+    return flushed(flushed(a) * flushed(b));
+}
+
 // x * 2^64 for |x| < 2^-101 (biased exponent at most 25): exact, and zero or normal (at least
 // 2^-85), so a flushing device keeps it.
 fn scale_up(x: u32) -> f32 {
     let e = (x >> 23u) & 0xffu;
     if (e == 0u) {
         // Zero or subnormal: (x & 0x7fffff) * 2^-149 * 2^64, the sign put back by hand.
-        let m = f32(x & 0x7fffffu) * bitcast<f32>(0x15000000u);
+        let m = dev_mul(f32(x & 0x7fffffu), bitcast<f32>(0x15000000u));
         return bitcast<f32>(bitcast<u32>(m) | (x & F32_SIGN));
     }
     return bitcast<f32>(x + (64u << 23u));
@@ -25,7 +44,7 @@ fn scale_down(d: f32) -> u32 {
         return x - (64u << 23u);
     }
     // |d| < 2^-62: a subnormal result (or zero), |d| * 2^85 its significand, an integer below 2^23.
-    return (x & F32_SIGN) | u32(abs(d) * bitcast<f32>(0x6a000000u));
+    return (x & F32_SIGN) | u32(dev_mul(abs(d), bitcast<f32>(0x6a000000u)));
 }
 
 fn step_sub(a: Wide, b: Wide) -> Wide {
@@ -35,11 +54,11 @@ fn step_sub(a: Wide, b: Wide) -> Wide {
     // and a subnormal operand lies below a quarter of the other's unit in the last place, so
     // flushing it cannot change the rounded result.
     if (max(ea, eb) >= 26u) {
-        return bitcast<u32>(bitcast<f32>(a) - bitcast<f32>(b));
+        return bitcast<u32>(dev_sub(bitcast<f32>(a), bitcast<f32>(b)));
     }
     // Both scaled differences are exact where the result is subnormal (Sterbenz), and round like
     // the unscaled one where it is normal.
-    return scale_down(scale_up(a) - scale_up(b));
+    return scale_down(dev_sub(scale_up(a), scale_up(b)));
 }
 
 // The 48-bit product of two 24-bit significands, as (low word, high word).
@@ -93,14 +112,14 @@ fn step_mul(a: Wide, b: Wide) -> Wide {
         // same result, not flushed; 0 * infinity stays NaN).
         let x = select(a, (a & F32_SIGN) | 0x800000u, ea == 0u && !zero);
         let y = select(b, (b & F32_SIGN) | 0x800000u, eb == 0u && !zero);
-        return bitcast<u32>(bitcast<f32>(x) * bitcast<f32>(y));
+        return bitcast<u32>(dev_mul(bitcast<f32>(x), bitcast<f32>(y)));
     }
     if (zero) {
         return s;
     }
     // Normal operands whose exact product is at least 2^-126.
     if (ea != 0u && eb != 0u && ea + eb >= 128u) {
-        return bitcast<u32>(bitcast<f32>(a) * bitcast<f32>(b));
+        return bitcast<u32>(dev_mul(bitcast<f32>(a), bitcast<f32>(b)));
     }
     // |a| = ma * 2^(xa - 150), a subnormal with the exponent of 1; the product p * 2^(xa + xb - 300).
     let xa = max(ea, 1u);
