@@ -396,10 +396,12 @@ fn integer_emulation_is_exact_at_its_seams() {
 /// normals), 23 to 27 (the subtraction's bound, 26), 52 to 54 (squares at the smallest
 /// subnormal's half, 2^-150), 62 to 66 (squares at 2^-126) and 100 to 102, 126 to 128 and 254,
 /// each with significands 0, 1, 2, half, and the two largest; both signs, with infinities and
-/// NaNs. Three odd multiples of 2^-75 more, whose squares lie exactly halfway between two
-/// subnormals (9, 25 and 4095^2 halves of 2^-149): ties to even.
+/// NaNs. And odd multiples of 2^-75, whose squares lie exactly halfway between two subnormals
+/// (j^2 halves of 2^-149): ties to even, with the round bit in the product's low word (j = 3, 5,
+/// 4095) or its high word and nothing below it (j = 33, 65, 129, 255: exponents 57 to 59).
 fn float32_seams() -> Vec<u64> {
-    let mut v: Vec<u64> = vec![0x7f80_0000, 0x7fc0_0000, 0x7f80_0001, 0x1ac0_0000, 0x1b20_0000, 0x1fff_f000];
+    let ties = [0x1ac0_0000, 0x1b20_0000, 0x1fff_f000, 0x1c84_0000, 0x1d02_0000, 0x1d81_0000, 0x1dff_0000];
+    let mut v: Vec<u64> = [0x7f80_0000, 0x7fc0_0000, 0x7f80_0001].into_iter().chain(ties).collect();
     for e in [0u64, 1, 2, 3, 23, 24, 25, 26, 27, 52, 53, 54, 62, 63, 64, 65, 66, 100, 101, 102, 126, 127, 128, 254] {
         for m in [0u64, 1, 2, 0x40_0000, 0x7f_fffe, 0x7f_ffff] {
             v.push(e << 23 | m);
