@@ -61,19 +61,6 @@ fn step_sub(a: Wide, b: Wide) -> Wide {
     return scale_down(dev_sub(scale_up(a), scale_up(b)));
 }
 
-// The 48-bit product of two 24-bit significands, as (low word, high word).
-fn mul24(x: u32, y: u32) -> vec2<u32> {
-    let x0 = x & 0xffffu;
-    let x1 = x >> 16u;
-    let y0 = y & 0xffffu;
-    let y1 = y >> 16u;
-    let low = x0 * y0;
-    let mid = x1 * y0 + x0 * y1;
-    let lo = low + (mid << 16u);
-    let carry = select(0u, 1u, lo < low);
-    return vec2<u32>(lo, x1 * y1 + (mid >> 16u) + carry);
-}
-
 // p >> r rounded to nearest even, for 1 <= r and p below 2^48.
 fn shift_round(p: vec2<u32>, r: u32) -> u32 {
     if (r > 49u) {
@@ -126,7 +113,8 @@ fn step_mul(a: Wide, b: Wide) -> Wide {
     let xb = max(eb, 1u);
     let ma = (a & 0x7fffffu) | select(0u, 0x800000u, ea != 0u);
     let mb = (b & 0x7fffffu) | select(0u, 0x800000u, eb != 0u);
-    let p = mul24(ma, mb);
+    // Below 2^48 (`mul32` of params.wgsl: the 64-bit product from 16-bit limbs).
+    let p = mul32(ma, mb);
     let top = select(i32(firstLeadingBit(p.x)), 32 + i32(firstLeadingBit(p.y)), p.y != 0u);
     // Keep 24 bits, or fewer where the result is subnormal (its unit is 2^-149).
     let r = max(top - 23, 151 - i32(xa + xb));
