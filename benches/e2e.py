@@ -89,19 +89,22 @@ np.save(sys.argv[4], m([a, b])[0])
 """
 
 
+def random_values(shape, dtype, rng):
+    """Random normal floats, or integers in [-1000, 1000) clipped to the dtype's range."""
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape, dtype=dtype)
+
+
 def save_input(path, shape, dtype, rng):
     """Random input; past 2^26 elements a 2^24-element random block is repeated, so that inputs
     of many GiB are written at the page cache's speed without a copy of them in memory."""
     count = int(np.prod(shape))
     if count <= 1 << 26:
-        if np.dtype(dtype).kind == "f":
-            np.save(path, rng.standard_normal(shape).astype(dtype))
-        else:
-            info = np.iinfo(dtype)
-            lo, hi = max(info.min, -1000), min(info.max, 1000)
-            np.save(path, rng.integers(lo, hi, size=shape, dtype=dtype))
+        np.save(path, random_values(shape, dtype, rng))
         return
-    block = rng.standard_normal(1 << 24).astype(dtype)
+    block = random_values(1 << 24, dtype, rng)
     with open(path, "wb") as f:
         np.lib.format.write_array_header_1_0(f, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": shape})
         left = count
@@ -135,6 +138,23 @@ def timed(cmd):
     return wall, rss
 
 
+def interleaved(jobs, command, work):
+    """Runs every job once per round for --runs rounds; (wall seconds per job, peak RSS in KiB
+    per job). `command(job, out)` is the argv writing `out`. Each round starts with a different
+    job: whichever runs right after NumPy (whose 0.5-1 GiB of memory pushes the inputs out of
+    the caches) is otherwise slowed every round, about 10% here."""
+    times = {job: [] for job in jobs}
+    rss = {job: 0 for job in jobs}
+    for r in range(runs):
+        for job in jobs[r % len(jobs) :] + jobs[: r % len(jobs)]:
+            out = os.path.join(work, f"out_{r}.npy")
+            wall, kib = timed(command(job, out))
+            times[job].append(wall)
+            rss[job] = max(rss[job], kib or 0)
+            os.unlink(out)
+    return times, rss
+
+
 def build_floor(work):
     """The floor program: --floor, or benches/floor.c built with the machine's cc (None without)."""
     if prebuilt_floor:
@@ -166,15 +186,7 @@ def scaling():
         "floor-mt": lambda th, out: [floor, "copy-mt", a, b, out, str(th)],
     }
     jobs = [(tool, th) for th in sweep for tool in cmds]
-    times = {job: [] for job in jobs}
-    rss = {job: 0 for job in jobs}
-    for r in range(runs):
-        for tool, th in jobs[r % len(jobs) :] + jobs[: r % len(jobs)]:
-            out = os.path.join(work, f"out_{tool}_{th}.npy")
-            wall, kib = timed(cmds[tool](th, out))
-            times[(tool, th)].append(wall)
-            rss[(tool, th)] = max(rss[(tool, th)], kib or 0)
-            os.unlink(out)
+    times, rss = interleaved(jobs, lambda job, out: cmds[job[0]](job[1], out), work)
     print(f"{'threads':>7} {'tensorop s':>10} {'floor-mt s':>10} {'tensorop GB/s':>13} {'floor GB/s':>10} "
           f"{'share':>6} {'peak RSS':>9}")
     rows = []
@@ -245,18 +257,7 @@ def main():
             cmds["floor"] = lambda out: [floor, "copy", a, b, out]
             cmds["floor-mt"] = lambda out: [floor, "copy-mt", a, b, out]
             use += ["floor", "floor-mt"]
-        times = {t: [] for t in use}
-        rss = {t: 0 for t in use}
-        for r in range(runs):
-            # Each round starts with a different tool: whichever runs right after NumPy (whose
-            # 0.5-1 GiB of memory pushes the inputs out of the caches) is otherwise slowed every
-            # round, about 10% here.
-            for t in use[r % len(use) :] + use[: r % len(use)]:
-                out = os.path.join(work, f"out_{t}_{r}.npy")
-                wall, kib = timed(cmds[t](out))
-                times[t].append(wall)
-                rss[t] = max(rss[t], kib or 0)
-                os.unlink(out)
+        times, rss = interleaved(use, lambda t, out: cmds[t](out), work)
         base = statistics.median(times["numpy"])
         for t in use:
             med = statistics.median(times[t])
