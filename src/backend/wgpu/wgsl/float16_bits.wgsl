@@ -48,3 +48,9 @@ fn f32_to_f16_bits(f: f32) -> u32 {
     return s | r;
 }
 
+// The intermediate rounding of `sqdiff --half-precision` in every float16 kernel, with integer
+// operations even where the device has `f16`: a device's compiler may fold f32(f16(x)) into x,
+// and one did (an NVIDIA H100's Vulkan driver).
+fn step_round(x: f32) -> f32 {
+    return f16_bits_to_f32(f32_to_f16_bits(x));
+}
