@@ -4,7 +4,7 @@
 //! from the trace and the outcome at the end, whatever happened, and the outcome maps to an exit
 //! status.
 
-use crate::backend::{self, wgpu::DeviceReport, BackendKind, Job, Positional, Stats};
+use crate::backend::{self, wgpu::DeviceReport, BackendKind, Emit, Job, Positional, Stats};
 use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
@@ -195,18 +195,20 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     let mut data_written = 0u64;
     // Only write failures are the output's; a backend's errors (an input that shrank, a GPU
     // that failed) name their own cause.
-    let ordered = in_place.is_none();
-    let mut write = |bytes: &[u8]| -> Result<()> {
-        if ordered {
-            sink.write(bytes).with_context(write_ctx)?;
-        }
-        data_written += bytes.len() as u64;
+    let mut write = |out: Emit<'_>| -> Result<()> {
+        data_written += match out {
+            Emit::Bytes(bytes) => {
+                sink.write(bytes).with_context(write_ctx)?;
+                bytes.len() as u64
+            }
+            Emit::Written(n) => n,
+        };
         progress.set(data_written);
         Ok(())
     };
     let result = match &gpu {
         None => backend::cpu::run(&job, &mut write),
-        Some(gpu) => backend::wgpu::run(gpu, &job, &mut write),
+        Some(gpu) => backend::wgpu::run(gpu, &job, &mut |bytes| write(Emit::Bytes(bytes))),
     };
     progress.finish();
     trace.bytes_written += data_written;

@@ -84,11 +84,29 @@ fn report_counts_elements_and_bytes() {
         "bytes_read {read} should lie between the data ({data_bytes}) and the files ({file_bytes})"
     );
     let out_file = dir.read("out.npy").len() as u64;
-    let written = r["bytes_written"].as_u64().expect("bytes_written");
-    assert!(
-        (24 * 4..=out_file).contains(&written),
-        "bytes_written {written} should lie between 96 and the output file size {out_file}"
-    );
+    assert_eq!(r["bytes_written"], out_file, "bytes_written is the whole output file, header included");
+}
+
+#[test]
+fn bytes_written_is_the_output_file_whichever_way_it_was_written() {
+    // 2^20 float32 elements: 16 chunks, written in place by the workers (one or several) into a
+    // file, or in order to standard output.
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..1 << 20).map(|i| i as f32).collect();
+    dir.write("a.npy", &npy(&[1 << 20], &a));
+    dir.write("b.npy", &npy(&[1], &[1.0f32]));
+    let file_bytes = (1u64 << 22) + 128;
+    for threads in ["1", "2", "5"] {
+        let report = format!("report{threads}.json");
+        let args = ["sub", "a.npy", "b.npy", "-o", "out.npy", "--threads", threads, "--report", &report];
+        dir.run(&args).ok();
+        assert_eq!(dir.read("out.npy").len() as u64, file_bytes);
+        assert_eq!(dir.report(&report)["bytes_written"], file_bytes, "--threads {threads}, file output");
+    }
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "-", "--threads", "2", "--report", "stdout.json"]);
+    out.ok();
+    assert_eq!(out.stdout.len() as u64, file_bytes);
+    assert_eq!(dir.report("stdout.json")["bytes_written"], file_bytes, "standard output");
 }
 
 #[test]

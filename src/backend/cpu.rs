@@ -1,11 +1,12 @@
 //! The CPU backend, tensorop's reference: the output is cut into chunks that worker threads
-//! compute independently, each reading just the input elements it needs with positional reads,
-//! while the calling thread writes finished chunks in order. Memory is a fixed number of
+//! compute independently, each reading just the input elements it needs with positional reads.
+//! A file output is written by the workers themselves, each chunk at its offset; any other
+//! output gets the finished chunks in order from the calling thread. Memory is a fixed number of
 //! chunk-sized buffers, whatever the size of the inputs; only small inputs that are not read in
 //! output order are loaded whole (large Fortran-order inputs arrive here already copied in C
 //! order, see [`crate::npy::fortran`]).
 
-use crate::backend::{Job, Positional, Stats};
+use crate::backend::{Emit, Job, Positional, Stats};
 use crate::dtype::to_little_endian;
 use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
@@ -15,7 +16,8 @@ use crate::summary::Accumulator;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Bytes of output per chunk: large enough that per-chunk costs vanish, small enough that a
@@ -26,8 +28,16 @@ const CHUNK_BYTES: usize = 256 * 1024;
 /// operands are gathered for the whole chunk and the kernel runs once per chunk.
 const SHORT_RUN: u64 = 64;
 
-/// Runs `job`, handing each finished chunk's bytes, in order, to `write`.
-pub fn run(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
+/// How often the calling thread reports the progress of workers writing in place.
+const PROGRESS_TICK: Duration = Duration::from_millis(50);
+
+/// The callback a run hands its output to: each finished chunk's bytes in order, or, with a
+/// positional output, how many more bytes the workers wrote in place.
+type Out<'w> = dyn FnMut(Emit<'_>) -> Result<()> + 'w;
+
+/// Runs `job`, handing each finished chunk's bytes, in order, to `write` (with a positional
+/// output: the count of bytes written in place).
+pub fn run(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
     crate::with_dtype!(job.dtype, T => run_typed::<T>(job, write))
 }
 
@@ -182,7 +192,7 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
 
 /// Runs `job` on elements of type `T`: loads the resident inputs, then computes and writes the
 /// chunks on this thread or on worker threads.
-fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
+fn run_typed<T: Arith>(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
     let chunks = Chunks::new::<T>(job.iter.count());
     let threads = job.threads.min(usize::try_from(chunks.count).unwrap_or(usize::MAX)).max(1);
     let mut stats = Stats { threads_used: threads, ..Stats::default() };
@@ -193,6 +203,8 @@ fn run_typed<T: Arith>(job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) ->
 
     if threads <= 1 {
         run_single(job, &resident, chunks, write, &mut stats)?;
+    } else if job.positional.is_some() {
+        run_in_place(job, &resident, chunks, threads, write, &mut stats)?;
     } else {
         run_parallel(job, &resident, chunks, threads, write, &mut stats)?;
     }
@@ -268,7 +280,7 @@ impl<'a, T: Arith> Worker<'a, T> {
     }
 
     /// With a positional output, writes the finished little-endian chunk at `start` into
-    /// the file itself; the ordered writer then only counts it.
+    /// the file itself.
     fn put(&mut self, start: u64, chunk: &[T]) -> Result<()> {
         if let Some(out) = &self.positional {
             let t = Instant::now();
@@ -291,9 +303,9 @@ impl<'a, T: Arith> Worker<'a, T> {
 }
 
 /// Hands `bytes` to `write`, adding the time it took to `stats.write`.
-fn timed_write(write: &mut dyn FnMut(&[u8]) -> Result<()>, bytes: &[u8], stats: &mut Stats) -> Result<()> {
+fn timed_write(write: &mut Out<'_>, bytes: &[u8], stats: &mut Stats) -> Result<()> {
     let t = Instant::now();
-    let r = write(bytes);
+    let r = write(Emit::Bytes(bytes));
     stats.write += t.elapsed();
     r
 }
@@ -303,7 +315,7 @@ fn run_single<T: Arith>(
     job: &Job,
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
-    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    write: &mut Out<'_>,
     stats: &mut Stats,
 ) -> Result<()> {
     let mut w = Worker::new(job, resident, chunks.len);
@@ -312,10 +324,14 @@ fn run_single<T: Arith>(
         let (start, len) = chunks.range(c);
         w.produce(start, &mut buf[..len])?;
         to_little_endian(&mut buf[..len]);
-        w.put(start, &buf[..len])?;
-        timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
+        if w.positional.is_some() {
+            w.put(start, &buf[..len])?;
+            write(Emit::Written((len * std::mem::size_of::<T>()) as u64))?;
+        } else {
+            timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
+        }
     }
-    stats.absorb(&w);
+    stats.add(Stats::of_worker(&w));
     Ok(())
 }
 
@@ -331,8 +347,7 @@ struct Queue<T> {
 /// A computed chunk (its index and little-endian elements), or the error that stopped a worker.
 type Done<T> = Result<(u64, Vec<T>)>;
 
-/// `threads` workers compute chunks (and write them in place, with a positional output) while
-/// this thread hands them to `write` in order.
+/// `threads` workers compute chunks while this thread hands them to `write` in order.
 ///
 /// Workers take a free buffer, then the next chunk index, so at most `pool` chunks are in
 /// flight and the chunk the writer waits for always holds a buffer: no deadlock. When the
@@ -343,7 +358,7 @@ fn run_parallel<T: Arith>(
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
     threads: usize,
-    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    write: &mut Out<'_>,
     stats: &mut Stats,
 ) -> Result<()> {
     let pool = threads * 2 + 2;
@@ -377,10 +392,7 @@ fn run_parallel<T: Arith>(
         result
     })?;
     if let Ok(ws) = queue.worker_stats.into_inner() {
-        stats.read += ws.read;
-        stats.compute += ws.compute;
-        stats.write += ws.write;
-        stats.summary = ws.summary;
+        stats.add(ws);
     }
     Ok(())
 }
@@ -401,10 +413,9 @@ fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_
         let (start, len) = chunks.range(c);
         let mut buf = buf;
         buf.resize(len, T::zeroed());
-        let res = w.produce(start, &mut buf).and_then(|()| {
+        let res = w.produce(start, &mut buf).map(|()| {
             to_little_endian(&mut buf);
-            w.put(start, &buf)?;
-            Ok((c, buf))
+            (c, buf)
         });
         let failed = res.is_err();
         if done_tx.send(res).is_err() || failed {
@@ -412,7 +423,7 @@ fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_
         }
     }
     if let Ok(mut st) = queue.worker_stats.lock() {
-        st.absorb(w);
+        st.add(Stats::of_worker(w));
     }
 }
 
@@ -422,7 +433,7 @@ fn write_in_order<T: Arith>(
     n_chunks: u64,
     done_rx: &mpsc::Receiver<Done<T>>,
     free_tx: &mpsc::Sender<Vec<T>>,
-    write: &mut dyn FnMut(&[u8]) -> Result<()>,
+    write: &mut Out<'_>,
     stats: &mut Stats,
 ) -> Result<()> {
     let mut pending = BTreeMap::new();
@@ -439,17 +450,103 @@ fn write_in_order<T: Arith>(
     Ok(())
 }
 
+/// `threads` workers compute chunks and write each at its offset into the positional output.
+/// Nothing passes through this thread, which would otherwise wake for every chunk: each worker
+/// keeps one buffer and takes the next chunk index, and this thread only reports the bytes
+/// written, every [`PROGRESS_TICK`], until the workers finish. The first error stops them all.
+fn run_in_place<T: Arith>(
+    job: &Job,
+    resident: &[Option<Vec<T>>; 2],
+    chunks: Chunks,
+    threads: usize,
+    write: &mut Out<'_>,
+    stats: &mut Stats,
+) -> Result<()> {
+    let next = AtomicU64::new(0);
+    let abort = AtomicBool::new(false);
+    let written = AtomicU64::new(0);
+    let (done_tx, done_rx) = mpsc::channel::<(Result<()>, Stats)>();
+    let mut first_err = None;
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let (next, abort, written) = (&next, &abort, &written);
+            let mut w = Worker::new(job, resident, chunks.len);
+            s.spawn(move || {
+                let mut buf = vec![T::zeroed(); chunks.len];
+                let res = loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= chunks.count || abort.load(Ordering::Relaxed) {
+                        break Ok(());
+                    }
+                    let (start, len) = chunks.range(c);
+                    let out = &mut buf[..len];
+                    let res = w.produce(start, out).and_then(|()| {
+                        to_little_endian(out);
+                        w.put(start, out)
+                    });
+                    if res.is_err() {
+                        abort.store(true, Ordering::Relaxed);
+                        break res;
+                    }
+                    written.fetch_add((len * std::mem::size_of::<T>()) as u64, Ordering::Relaxed);
+                };
+                let _ = done_tx.send((res, Stats::of_worker(&w)));
+            });
+        }
+        drop(done_tx);
+        let mut reported = 0;
+        loop {
+            let finished = match done_rx.recv_timeout(PROGRESS_TICK) {
+                Ok((res, part)) => {
+                    stats.add(part);
+                    if let Err(e) = res {
+                        first_err.get_or_insert(e);
+                    }
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                // Every worker has reported (or one panicked, which the scope re-raises).
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            let now = written.load(Ordering::Relaxed);
+            if now > reported && first_err.is_none() {
+                if let Err(e) = write(Emit::Written(now - reported)) {
+                    abort.store(true, Ordering::Relaxed);
+                    first_err.get_or_insert(e);
+                }
+                reported = now;
+            }
+            if finished {
+                break;
+            }
+        }
+    });
+    first_err.map_or(Ok(()), Err)
+}
+
 impl Stats {
-    /// Adds a worker's timings and summary. Summaries merge exactly (integer buckets, counts,
-    /// extremes), so the order workers finish in does not change the result.
-    fn absorb<T>(&mut self, w: &Worker<'_, T>) {
-        self.read += w.readers[0].read_time + w.readers[1].read_time;
-        self.compute += w.compute_time;
-        self.write += w.write_time;
-        if let Some(s) = &w.summary {
+    /// A worker's timings and summary.
+    fn of_worker<T>(w: &Worker<'_, T>) -> Stats {
+        Stats {
+            read: w.readers[0].read_time + w.readers[1].read_time,
+            compute: w.compute_time,
+            write: w.write_time,
+            summary: w.summary.clone(),
+            ..Stats::default()
+        }
+    }
+
+    /// Adds another part's timings and summary. Summaries merge exactly (integer buckets,
+    /// counts, extremes), so the order workers finish in does not change the result.
+    fn add(&mut self, part: Stats) {
+        self.read += part.read;
+        self.compute += part.compute;
+        self.write += part.write;
+        if let Some(s) = part.summary {
             match &mut self.summary {
-                Some(acc) => acc.merge(s),
-                None => self.summary = Some(s.clone()),
+                Some(acc) => acc.merge(&s),
+                None => self.summary = Some(s),
             }
         }
     }

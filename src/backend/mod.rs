@@ -46,7 +46,7 @@ pub struct Job<'a> {
 }
 
 /// An output file written in place by the workers (`pwrite` at the chunk's offset), the
-/// ordered writer callback then only counting the bytes (progress, totals).
+/// pipeline's callback then only counting the bytes ([`Emit::Written`]: progress, totals).
 #[derive(Clone, Copy)]
 pub struct Positional<'a> {
     pub file: &'a std::fs::File,
@@ -63,6 +63,14 @@ impl Positional<'_> {
         crate::sys::write_all_at(self.file, bytes, self.offset + start * element_size as u64)
             .with_context(|| format!("output {}: cannot write", self.label))
     }
+}
+
+/// What a backend hands the pipeline's output callback.
+pub enum Emit<'a> {
+    /// The output's next bytes, in order, for the pipeline to write.
+    Bytes(&'a [u8]),
+    /// This many more bytes were written in place by the workers ([`Positional`]): counted only.
+    Written(u64),
 }
 
 /// Where a backend's time went. Durations are summed over worker threads, so with several
