@@ -221,6 +221,15 @@ mod tests {
     }
 
     #[test]
+    fn displays_numpy_names() {
+        // Check messages and errors print dtypes this way ("a.npy is float64; ...").
+        for d in DType::ALL {
+            assert_eq!(d.to_string(), d.name());
+        }
+        assert_eq!(format!("{} and {}", DType::F16, DType::U8), "float16 and uint8");
+    }
+
+    #[test]
     fn swap_bytes_reverses() {
         assert_eq!(Element::swap_bytes(0x0102_0304u32), 0x0403_0201);
         assert_eq!(Element::swap_bytes(1.0f32).to_bits(), 0x0000_803f);

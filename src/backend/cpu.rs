@@ -331,7 +331,7 @@ fn run_single<T: Arith>(
             timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
         }
     }
-    stats.add(Stats::of_worker(&w));
+    stats.add(Stats::of_worker(&mut w));
     Ok(())
 }
 
@@ -491,7 +491,7 @@ fn run_in_place<T: Arith>(
                     }
                     written.fetch_add((len * std::mem::size_of::<T>()) as u64, Ordering::Relaxed);
                 };
-                let _ = done_tx.send((res, Stats::of_worker(&w)));
+                let _ = done_tx.send((res, Stats::of_worker(&mut w)));
             });
         }
         drop(done_tx);
@@ -526,13 +526,13 @@ fn run_in_place<T: Arith>(
 }
 
 impl Stats {
-    /// A worker's timings and summary.
-    fn of_worker<T>(w: &Worker<'_, T>) -> Stats {
+    /// A finished worker's timings and summary (taken from it).
+    fn of_worker<T>(w: &mut Worker<'_, T>) -> Stats {
         Stats {
             read: w.readers[0].read_time + w.readers[1].read_time,
             compute: w.compute_time,
             write: w.write_time,
-            summary: w.summary.clone(),
+            summary: w.summary.take(),
             ..Stats::default()
         }
     }
