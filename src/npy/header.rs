@@ -369,9 +369,30 @@ mod tests {
         assert_eq!(name("'|b1'"), "bool");
         assert_eq!(name("'<c8'"), "complex64");
         assert_eq!(name("'<U3'"), "<U3");
+        assert_eq!(name("'<f16'"), "float128");
         assert!(name("[('a', '<i4'), ('b', '<f8')]").starts_with("record"));
         let h = parse(1, "{'descr': [('a', '<i4'), ('b', '<f8')], 'fortran_order': False, 'shape': (2,)}").unwrap();
         assert_eq!(h.data_bytes, 24);
+    }
+
+    #[test]
+    fn bar_order_means_native_for_multi_byte_numbers_only() {
+        // NumPy writes `|` only for one-byte and byte-string types; other writers put it on any
+        // type. A multi-byte number then has the machine's byte order; strings and raw bytes
+        // keep `|`.
+        let h = |descr: &str| {
+            let h = parse(1, &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,)}}")).unwrap();
+            (h.dtype, h.byte_order, h.item_size)
+        };
+        assert_eq!(h("|f4"), (FileDType::Numeric(DType::F32), ByteOrder::Little, 4));
+        assert_eq!(h("|i8"), (FileDType::Numeric(DType::I64), ByteOrder::Little, 8));
+        assert_eq!(h("|f2"), (FileDType::Numeric(DType::F16), ByteOrder::Little, 2));
+        assert_eq!(h("|u1"), (FileDType::Numeric(DType::U8), ByteOrder::NotApplicable, 1));
+        assert_eq!(h("|i1"), (FileDType::Numeric(DType::I8), ByteOrder::NotApplicable, 1));
+        assert_eq!(h("|S5"), (FileDType::Other("|S5".into()), ByteOrder::NotApplicable, 5));
+        assert_eq!(h("|V8"), (FileDType::Other("|V8".into()), ByteOrder::NotApplicable, 8));
+        assert_eq!(h("|a3"), (FileDType::Other("|a3".into()), ByteOrder::NotApplicable, 3));
+        assert_eq!(h("<U3").2, 12);
     }
 
     #[test]
@@ -420,6 +441,9 @@ mod tests {
         assert!(e("[('a', '<i4', (1,) * 2)]").contains("unparsable"));
         let dims = vec!["1"; 65].join(", ");
         assert!(e(&format!("[('a', '<i4', ({dims},))]")).contains("at most 64"));
+        let dims = vec!["1"; 64].join(", ");
+        let h = parse(1, &format!("{{'descr': [('a', '<i4', ({dims},))], 'fortran_order': False, 'shape': (2,)}}"));
+        assert_eq!(h.expect("64 dimensions are NumPy's own limit").item_size, 4);
         let dims = ["4294967296"; 3].join(", ");
         assert!(e(&format!("[('a', '<i4', ({dims},))]")).contains("no fixed size"));
     }
@@ -455,7 +479,9 @@ mod tests {
         }
         let huge: Vec<u64> = vec![1; 30_000];
         let bytes = encode_header(DType::F32, &huge);
+        assert_eq!(bytes.len() % 64, 0, "a version 2.0 header keeps the data aligned too");
         let h = read_header(&mut Cursor::new(&bytes), bytes.len() as u64).unwrap();
         assert_eq!((h.version, h.shape.len()), ((2, 0), 30_000));
+        assert_eq!(h.data_offset, bytes.len() as u64);
     }
 }
