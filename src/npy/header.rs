@@ -477,6 +477,10 @@ mod tests {
                 assert_eq!(h.data_offset, bytes.len() as u64);
             }
         }
+        // Byte for byte what NumPy writes: the shortest padding, with spaces, then a newline.
+        let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+        let numpy = [&b"\x93NUMPY\x01\x00\x76\x00"[..], dict.as_bytes(), &[b' '; 58], b"\n"].concat();
+        assert_eq!(encode_header(DType::F32, &[2, 3]), numpy);
         let huge: Vec<u64> = vec![1; 30_000];
         let bytes = encode_header(DType::F32, &huge);
         assert_eq!(bytes.len() % 64, 0, "a version 2.0 header keeps the data aligned too");
