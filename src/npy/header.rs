@@ -481,6 +481,20 @@ mod tests {
         let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
         let numpy = [&b"\x93NUMPY\x01\x00\x76\x00"[..], dict.as_bytes(), &[b' '; 58], b"\n"].concat();
         assert_eq!(encode_header(DType::F32, &[2, 3]), numpy);
+        // Version 1.0 as long as its length field (the text after the first 10 bytes) fits in
+        // 16 bits: shapes of 1s whose header crosses that bound, one dimension at a time.
+        let mut versions = [0; 3];
+        for rank in 21_790..21_840 {
+            let bytes = encode_header(DType::U8, &vec![1; rank]);
+            let dict_len =
+                format!("{{'descr': '|u1', 'fortran_order': False, 'shape': ({}), }}", vec!["1"; rank].join(", "))
+                    .len();
+            let v1_text = (10 + dict_len + 1).div_ceil(64) * 64 - 10;
+            let want = if v1_text <= usize::from(u16::MAX) { 1 } else { 2 };
+            assert_eq!(bytes[6], want, "rank {rank}: a version 1.0 text would be {v1_text} bytes");
+            versions[usize::from(want)] += 1;
+        }
+        assert!(versions[1] > 0 && versions[2] > 0, "the ranks cross the bound: {versions:?}");
         let huge: Vec<u64> = vec![1; 30_000];
         let bytes = encode_header(DType::F32, &huge);
         assert_eq!(bytes.len() % 64, 0, "a version 2.0 header keeps the data aligned too");

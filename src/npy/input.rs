@@ -239,7 +239,20 @@ mod tests {
                 let mut buf = [0f32; 2];
                 input.read_into(0, &mut buf).unwrap();
                 assert_eq!(buf, [5.0, 6.0]);
+                assert_eq!(input.bytes_read, bytes.len() as u64, "the report's bytes_read: header and data");
+                assert_eq!(input.label, "-");
             }
         }
+    }
+
+    #[test]
+    fn sources_are_labelled_as_given() {
+        let f = f32_file(&[1.0], &[]);
+        let input = NpyInput::open_path(f.path()).unwrap();
+        assert_eq!(input.label, f.path().display().to_string());
+        assert_eq!(input.bytes_read, std::fs::metadata(f.path()).unwrap().len());
+        assert_eq!((Source::parse("-").label(), Source::parse("-").describe()), ("-".into(), "standard input".into()));
+        let p = Source::parse("dir/a b.npy");
+        assert_eq!((p.label(), p.describe()), ("dir/a b.npy".into(), "dir/a b.npy".into()));
     }
 }
