@@ -342,6 +342,10 @@ mod tests {
         }
         let e = parse("{'a': [1, 2 3]}").unwrap_err();
         assert!(e.starts_with("character 13:"), "{e}");
+        // The reason names what was found: a name that is not a literal, or no value at all.
+        assert!(parse("{'a': inf}").unwrap_err().contains("names other than True, False and None"));
+        let e = parse("{'a': @}").unwrap_err();
+        assert!(e.ends_with("expected a value"), "{e}");
     }
 
     #[test]
