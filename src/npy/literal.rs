@@ -308,6 +308,10 @@ mod tests {
         assert_eq!(parse("'a\\\nb'").unwrap(), s("ab"));
         assert_eq!(parse("\"é'\"").unwrap(), s("é'"));
         assert_eq!(parse(r"'\é'").unwrap(), s("\\é"));
+        assert_eq!(parse(r#"'\"\a\b\f\n\r\t\v'"#).unwrap(), s("\"\x07\x08\x0c\n\r\t\x0b"));
+        // Line continuations: backslash then \n, \r\n or a lone \r; the line break vanishes.
+        assert_eq!(parse("'a\\\r\nb\\\rc'").unwrap(), s("abc"));
+        assert!(parse("'a\rb'").unwrap_err().contains("a line break inside a string"));
     }
 
     #[test]
