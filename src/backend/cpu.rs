@@ -109,8 +109,6 @@ struct Worker<'a, T> {
     iter: &'a Iteration,
     readers: [Reader<'a, T>; 2],
     compute_time: Duration,
-    /// The file output written in place, if any ([`Job::positional`]).
-    positional: Option<Positional<'a>>,
     /// Positional output: time in this worker's writes.
     write_time: Duration,
     /// With `--stats`: this worker's summary of the chunks it computed.
@@ -203,8 +201,8 @@ fn run_typed<T: Arith>(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
 
     if threads <= 1 {
         run_single(job, &resident, chunks, write, &mut stats)?;
-    } else if job.positional.is_some() {
-        run_in_place(job, &resident, chunks, threads, write, &mut stats)?;
+    } else if let Some(out) = &job.positional {
+        run_in_place(job, out, &resident, chunks, threads, write, &mut stats)?;
     } else {
         run_parallel(job, &resident, chunks, threads, write, &mut stats)?;
     }
@@ -273,21 +271,19 @@ impl<'a, T: Arith> Worker<'a, T> {
                 read_time: Duration::ZERO,
             }),
             compute_time: Duration::ZERO,
-            positional: job.positional,
             write_time: Duration::ZERO,
             summary: job.stats.then(|| Accumulator::new(job.dtype)),
         }
     }
 
-    /// With a positional output, writes the finished little-endian chunk at `start` into
-    /// the file itself.
-    fn put(&mut self, start: u64, chunk: &[T]) -> Result<()> {
-        if let Some(out) = &self.positional {
-            let t = Instant::now();
-            out.write(start, std::mem::size_of::<T>(), bytemuck::cast_slice(chunk))?;
-            self.write_time += t.elapsed();
-        }
-        Ok(())
+    /// Writes the finished little-endian chunk at `start` into the positional output `out`,
+    /// returning its length in bytes.
+    fn put(&mut self, out: &Positional<'_>, start: u64, chunk: &[T]) -> Result<u64> {
+        let t = Instant::now();
+        let bytes: &[u8] = bytemuck::cast_slice(chunk);
+        out.write(start, std::mem::size_of::<T>(), bytes)?;
+        self.write_time += t.elapsed();
+        Ok(bytes.len() as u64)
     }
 
     /// [`fill`](Self::fill), then the chunk added to the summary (`--stats`), as compute time.
@@ -324,9 +320,9 @@ fn run_single<T: Arith>(
         let (start, len) = chunks.range(c);
         w.produce(start, &mut buf[..len])?;
         to_little_endian(&mut buf[..len]);
-        if w.positional.is_some() {
-            w.put(start, &buf[..len])?;
-            write(Emit::Written((len * std::mem::size_of::<T>()) as u64))?;
+        if let Some(out) = &job.positional {
+            let n = w.put(out, start, &buf[..len])?;
+            write(Emit::Written(n))?;
         } else {
             timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
         }
@@ -456,6 +452,7 @@ fn write_in_order<T: Arith>(
 /// written, every [`PROGRESS_TICK`], until the workers finish. The first error stops them all.
 fn run_in_place<T: Arith>(
     job: &Job,
+    out: &Positional<'_>,
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
     threads: usize,
@@ -480,16 +477,18 @@ fn run_in_place<T: Arith>(
                         break Ok(());
                     }
                     let (start, len) = chunks.range(c);
-                    let out = &mut buf[..len];
-                    let res = w.produce(start, out).and_then(|()| {
-                        to_little_endian(out);
-                        w.put(start, out)
+                    let chunk = &mut buf[..len];
+                    let res = w.produce(start, chunk).and_then(|()| {
+                        to_little_endian(chunk);
+                        w.put(out, start, chunk)
                     });
-                    if res.is_err() {
-                        abort.store(true, Ordering::Relaxed);
-                        break res;
-                    }
-                    written.fetch_add((len * std::mem::size_of::<T>()) as u64, Ordering::Relaxed);
+                    match res {
+                        Ok(n) => written.fetch_add(n, Ordering::Relaxed),
+                        Err(e) => {
+                            abort.store(true, Ordering::Relaxed);
+                            break Err(e);
+                        }
+                    };
                 };
                 let _ = done_tx.send((res, Stats::of_worker(&mut w)));
             });
