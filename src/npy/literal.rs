@@ -341,6 +341,8 @@ mod tests {
             "{'a': 1}}",
             "1_",
             "_1",
+            "-_1",
+            "+ _1",
         ] {
             assert!(parse(bad).is_err(), "{bad:?} parsed");
         }
