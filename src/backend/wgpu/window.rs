@@ -83,7 +83,8 @@ mod tests {
 
     #[test]
     fn intervals_cover_exactly_what_is_read_and_no_more_than_the_chunk() {
-        // (iteration dims, strides of a C-order input broadcast along some of them)
+        // (iteration dims, strides of an input broadcast along some of them: C order, but for
+        // one with gaps between its rows)
         let cases: [(&[u64], &[u64]); 6] = [
             (&[7, 5, 3], &[3, 0, 1]),
             (&[4, 6], &[0, 1]),
@@ -95,7 +96,7 @@ mod tests {
         for (dims, strides) in cases {
             let total_out: u64 = dims.iter().product();
             // Each stride is the product of the later dimensions that are not broadcast (the
-            // case [9, 0, 3, 1] is not: its rows have gaps).
+            // case with gaps, [9, 0, 3, 1], is not).
             let dense = (0..dims.len()).all(|k| {
                 strides[k] == 0
                     || strides[k] == (k + 1..dims.len()).filter(|&j| strides[j] != 0).map(|j| dims[j]).product::<u64>()
