@@ -2,7 +2,10 @@
 //! a killed run leaves is decided by how the output is written: into an unnamed file that gets
 //! a name only when complete. After every kill, in place and to a new path:
 //! - the directory holds exactly the files it held before (plus, to a new path, the complete
-//!   result when the kill came after the run had finished);
+//!   result when the kill came after the run had finished). The one exception is the documented
+//!   one: in place, a kill between the link to `.NAME.XXXXXX.tensorop-tmp` and the rename over
+//!   the target (microseconds, once per run) leaves the complete result under that name, with
+//!   the target still old;
 //! - the target is its old bytes or the complete result;
 //! - the inputs are intact (an input used in place: old bytes or the complete result).
 //!
@@ -117,7 +120,7 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
     fs::remove_file(dir.join("full.npy")).expect("remove the result");
     let before = listing(&dir);
     let mut moments = Moments(0x5851_f42d_4c95_7f2d);
-    let (mut running, mut old, mut complete) = (0, 0, 0);
+    let (mut running, mut old, mut complete, mut between) = (0, 0, 0, 0);
 
     for k in 0..KILLS + FALLBACK_KILLS {
         assert!(start.elapsed() < DEADLINE, "the kill test ran past {DEADLINE:?}");
@@ -138,8 +141,19 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
                 "{what}: left {debris:?}"
             );
             debris.iter().for_each(|n| fs::remove_file(dir.join(n.as_str())).expect("remove debris"));
-        } else {
-            assert!(debris.is_empty(), "{what}: left {debris:?}");
+        } else if !debris.is_empty() {
+            // The one documented leftover: a kill between the link to a fresh name and the
+            // rename over an existing target leaves the complete result under that name, and
+            // the target still old.
+            let name = debris[0].as_str();
+            assert!(
+                in_place && debris.len() == 1 && name.starts_with(".a.npy.") && name.ends_with(".tensorop-tmp"),
+                "{what}: left {debris:?}"
+            );
+            assert_eq!(fs::read(dir.join(name)).expect("read the leftover"), full, "{what}: left an incomplete {name}");
+            assert_eq!(fs::read(dir.join("a.npy")).expect("read a"), a, "{what}: {name} left beside a replaced target");
+            fs::remove_file(dir.join(name)).expect("remove the leftover");
+            between += 1;
         }
         assert!(
             before.is_subset(&now),
@@ -161,7 +175,8 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
         }
     }
     eprintln!(
-        "{} kills in {:?}: {running} while running, {old} left the old target, {complete} the complete result",
+        "{} kills in {:?}: {running} while running, {old} left the old target, {complete} the complete result, \
+         {between} came between the link and the rename",
         KILLS + FALLBACK_KILLS,
         start.elapsed()
     );
