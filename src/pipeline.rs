@@ -8,7 +8,7 @@ use crate::backend::{self, wgpu::DeviceReport, BackendKind, Emit, Job, Positiona
 use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
-use crate::output::{BrokenPipe, Sink, Staging};
+use crate::output::{BrokenPipe, Destination, Sink, Staging};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::progress::Progress;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
@@ -49,6 +49,9 @@ pub fn run(cfg: &Config) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Error(e),
     };
+    if let (Some(dest), Some(sink)) = (&cfg.report, &report_sink) {
+        note_leftovers(cfg, dest, sink);
+    }
     let mut trace = Trace::default();
     let mut outcome = match stages(cfg, &mut trace) {
         Ok(o) => o,
@@ -99,6 +102,18 @@ struct Trace {
     staging: Option<Staging>,
     /// `--fsync`: whether the committed output was flushed to storage.
     synced: bool,
+    /// Temporary files of interrupted runs that opening the output removed.
+    leftovers: Vec<String>,
+}
+
+/// Says on standard error (unless `--quiet`) which temporary files of interrupted runs opening
+/// `sink` removed.
+fn note_leftovers(cfg: &Config, dest: &Destination, sink: &Sink) {
+    if !cfg.quiet {
+        for name in sink.removed_leftovers() {
+            eprintln!("tensorop: removed {name}, left beside {} by an interrupted run", dest.label());
+        }
+    }
 }
 
 /// The stages in order; each records its product in `trace` before the next starts.
@@ -146,6 +161,8 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     let write_ctx = || format!("output {out_label}");
     let mut sink = Sink::open(&cfg.output, cfg.writing).with_context(write_ctx)?;
     trace.staging = Some(sink.staging());
+    trace.leftovers = sink.removed_leftovers().to_vec();
+    note_leftovers(cfg, &cfg.output, &sink);
     if let Some(dir) = sink.replace_dir() {
         check_free_space(&out_label, dir, plan.output_bytes())?;
     }
@@ -271,6 +288,7 @@ impl Trace {
                 dtype: p.dtype.name().into(),
                 shape: p.out_shape.clone(),
                 temporary_file: self.staging.and_then(Staging::name),
+                removed_leftovers: self.leftovers.clone(),
                 fsync: self.synced,
             }),
             broadcast: self.plan.as_ref().map(|p| BroadcastInfo {

@@ -86,6 +86,8 @@ pub struct OutputInfo {
     /// How the file reached its name: `"unnamed"` (Linux `O_TMPFILE`), `"named"` (a temporary
     /// file beside it), `null` when written in order (standard output, devices, FIFOs).
     pub temporary_file: Option<&'static str>,
+    /// Temporary files that interrupted runs had left beside the target, removed by this one.
+    pub removed_leftovers: Vec<String>,
     /// `--fsync`: the result was flushed to storage (and, for a file, its directory).
     pub fsync: bool,
 }

@@ -1,6 +1,6 @@
 //! Operating-system specifics, in one place so that a port touches one file: positional reads
 //! and writes, free space, unnamed files and durability, termination signals, file kinds,
-//! permission bits and owners, and descriptor paths (`/dev/stdout`, `/dev/fd/N`,
+//! permission bits and owners, opening without following links, and descriptor paths (`/dev/stdout`, `/dev/fd/N`,
 //! `/proc/self/fd/N`).
 //!
 //! tensorop is tested on Linux and written for any Unix (macOS is expected to work); Windows is
@@ -253,6 +253,18 @@ pub fn open_in_order(path: &Path) -> io::Result<File> {
 pub fn connect_socket(path: &Path) -> io::Result<File> {
     let stream = std::os::unix::net::UnixStream::connect(path)?;
     Ok(File::from(OwnedFd::from(stream)))
+}
+
+/// Opens `path` for reading only if it is not a symbolic link, and without waiting (a FIFO put
+/// in its place would otherwise block the open).
+pub fn open_no_follow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
+}
+
+/// Whether two metadata describe the same file (device and inode).
+pub fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
 }
 
 /// Permission bits (with setuid, setgid and sticky) of `meta`.

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// float32 elements per input: 32 MiB, a run of tens of milliseconds.
 const N: usize = 1 << 23;
@@ -27,6 +27,9 @@ const N: usize = 1 << 23;
 const KILLS: usize = 32;
 /// Kills of the named fallback.
 const FALLBACK_KILLS: usize = 8;
+/// A temporary file unwritten this long, with no run holding it, is a leftover
+/// (`docs/reliability.md`).
+const LEFTOVER_AGE: Duration = Duration::from_secs(61);
 /// The whole test gives up after this.
 const DEADLINE: Duration = Duration::from_secs(240);
 
@@ -120,7 +123,7 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
     fs::remove_file(dir.join("full.npy")).expect("remove the result");
     let before = listing(&dir);
     let mut moments = Moments(0x5851_f42d_4c95_7f2d);
-    let (mut running, mut old, mut complete, mut between) = (0, 0, 0, 0);
+    let (mut running, mut old, mut complete, mut between, mut swept) = (0, 0, 0, 0, 0);
 
     for k in 0..KILLS + FALLBACK_KILLS {
         assert!(start.elapsed() < DEADLINE, "the kill test ran past {DEADLINE:?}");
@@ -140,7 +143,6 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
                 debris.iter().all(|n| n.starts_with(&format!(".{target}.")) && n.ends_with(".tensorop-tmp")),
                 "{what}: left {debris:?}"
             );
-            debris.iter().for_each(|n| fs::remove_file(dir.join(n.as_str())).expect("remove debris"));
         } else if !debris.is_empty() {
             // The one documented leftover: a kill between the link to a fresh name and the
             // rename over an existing target leaves the complete result under that name, and
@@ -152,7 +154,6 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
             );
             assert_eq!(fs::read(dir.join(name)).expect("read the leftover"), full, "{what}: left an incomplete {name}");
             assert_eq!(fs::read(dir.join("a.npy")).expect("read a"), a, "{what}: {name} left beside a replaced target");
-            fs::remove_file(dir.join(name)).expect("remove the leftover");
             between += 1;
         }
         assert!(
@@ -166,17 +167,34 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
         assert!(was_old || got.as_deref() == Some(full.as_slice()), "{what}: the target is neither old nor complete");
         old += usize::from(was_old);
         complete += usize::from(!was_old);
-        if in_place {
-            if !was_old {
-                fs::write(dir.join("a.npy"), &a).expect("restore a");
+
+        // What the kill left, once old enough to be told from a live run's, goes with the next
+        // run to the same target.
+        let left: Vec<String> = debris.iter().map(|n| n.to_string()).collect();
+        if !left.is_empty() {
+            for n in &left {
+                let f = fs::OpenOptions::new().write(true).open(dir.join(n)).expect("open the leftover");
+                f.set_modified(SystemTime::now() - LEFTOVER_AGE).expect("age the leftover");
             }
-        } else if got.is_some() {
+            let ok = tensorop(&dir, target, false).args(["--report", "r.json"]).status().expect("run").success();
+            assert!(ok, "{what}: the run after the kill failed");
+            let report: serde_json::Value =
+                serde_json::from_slice(&fs::read(dir.join("r.json")).expect("read the report")).expect("a report");
+            fs::remove_file(dir.join("r.json")).expect("remove the report");
+            assert_eq!(report["output"]["removed_leftovers"], serde_json::json!(left), "{what}: the report");
+            let extra: Vec<String> = listing(&dir).difference(&before).filter(|n| *n != "new.npy").cloned().collect();
+            assert!(extra.is_empty(), "{what}: the next run left {extra:?}");
+            swept += left.len();
+        }
+        if in_place {
+            fs::write(dir.join("a.npy"), &a).expect("restore a");
+        } else if dir.join("new.npy").exists() {
             fs::remove_file(dir.join("new.npy")).expect("remove the new result");
         }
     }
     eprintln!(
         "{} kills in {:?}: {running} while running, {old} left the old target, {complete} the complete result, \
-         {between} came between the link and the rename",
+         {between} came between the link and the rename; the next runs removed {swept} leftovers",
         KILLS + FALLBACK_KILLS,
         start.elapsed()
     );

@@ -168,6 +168,60 @@ fn dry_run_with_a_failing_check_exits_3() {
     assert_eq!(check_status(&r, "operator_available"), "fail");
 }
 
+/// What a killed run left beside a target (an unwritten, unlocked `.NAME.XXXXXX.tensorop-tmp`)
+/// goes with the next run to that target, which says so on standard error (not with `-q`) and in
+/// the report; a young one, another target's and other names stay.
+#[test]
+fn leftovers_of_killed_runs_are_removed_by_the_next_run_to_the_target() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    let aged = |name: &str| {
+        std::fs::write(dir.path(name), b"partial").unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(dir.path(name)).unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(120)).unwrap();
+    };
+    aged(".c.npy.Kill01.tensorop-tmp");
+    aged(".c.npy.Kill02.tensorop-tmp");
+    aged(".r.json.Kill03.tensorop-tmp");
+    aged(".a.npy.Kill04.tensorop-tmp");
+    aged(".c.npy.toolong.tensorop-tmp");
+    std::fs::write(dir.path(".c.npy.Young1.tensorop-tmp"), b"a live run's").unwrap();
+
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--report", "r.json"]);
+    out.ok();
+    for (name, target) in [(".r.json.Kill03.tensorop-tmp", "r.json"), (".c.npy.Kill01.tensorop-tmp", "c.npy")] {
+        let line = format!("tensorop: removed {name}, left beside {target} by an interrupted run");
+        assert!(out.stderr.contains(&line), "no {line:?} in {}", out.stderr);
+    }
+    let r = dir.report("r.json");
+    assert_eq!(
+        r["output"]["removed_leftovers"],
+        serde_json::json!([".c.npy.Kill01.tensorop-tmp", ".c.npy.Kill02.tensorop-tmp"])
+    );
+    let listing: Vec<String> = dir.listing().into_iter().collect();
+    assert_eq!(
+        listing,
+        [
+            ".a.npy.Kill04.tensorop-tmp",
+            ".c.npy.Young1.tensorop-tmp",
+            ".c.npy.toolong.tensorop-tmp",
+            "a.npy",
+            "b.npy",
+            "c.npy",
+            "r.json"
+        ]
+    );
+
+    // Quietly with -q; nothing to remove is an empty list.
+    aged(".c.npy.Kill05.tensorop-tmp");
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "-q", "--report", "r.json"]);
+    out.ok();
+    assert_eq!(out.stderr, "", "-q");
+    assert_eq!(dir.report("r.json")["output"]["removed_leftovers"], serde_json::json!([".c.npy.Kill05.tensorop-tmp"]));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--report", "r.json"]).ok();
+    assert_eq!(dir.report("r.json")["output"]["removed_leftovers"], serde_json::json!([]));
+}
+
 /// The report says how the result reached its name and whether `--fsync` made it durable; the
 /// result and its permissions are the same every way, in place too.
 #[test]

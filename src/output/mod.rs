@@ -14,9 +14,11 @@
 //! With `--fsync` ([`Writing::durable`]) the data is flushed to storage before the file is
 //! named, and its directory after. The writer above sees one sequential `write` and one
 //! `commit`. Named temporary files are registered while they exist, so a signal handler can
-//! remove them before the process exits ([`remove_pending`]). The rules are in `docs/cli.md`,
+//! remove them before the process exits ([`remove_pending`]); what a SIGKILL leaves, opening
+//! the same target again removes ([`leftovers`]). The rules are in `docs/cli.md`,
 //! "Output targets", and `docs/reliability.md`.
 
+pub mod leftovers;
 pub mod target;
 
 use crate::sys;
@@ -142,6 +144,8 @@ pub struct Sink {
     out: Out,
     /// `--fsync`: flush to storage before [`Sink::commit`] returns.
     durable: bool,
+    /// Temporary files of interrupted runs to the same target, removed when this one opened.
+    removed: Vec<String>,
 }
 
 enum Out {
@@ -163,8 +167,12 @@ impl Sink {
             Destination::Stdout => Target::Descriptor(1),
             Destination::Path(p) => Target::resolve(p)?,
         };
+        let mut removed = Vec::new();
         let out = match target {
-            Target::Replace { path, existing } => Self::replace(path, existing.as_ref(), how.unnamed)?,
+            Target::Replace { path, existing } => {
+                removed = leftovers::remove(parent_dir(&path), &temporary_prefix(&path), TEMPORARY_SUFFIX);
+                Self::replace(path, existing.as_ref(), how.unnamed)?
+            }
             Target::Descriptor(fd) => {
                 let file = sys::duplicate_descriptor(fd).with_context(|| match dest {
                     Destination::Stdout => "cannot use standard output".to_string(),
@@ -183,7 +191,7 @@ impl Sink {
                 Out::Direct { file, stdout: false }
             }
         };
-        Ok(Sink { out, durable: how.durable })
+        Ok(Sink { out, durable: how.durable, removed })
     }
 
     /// A file in `target`'s directory (same filesystem, so the final rename is atomic), unnamed
@@ -202,6 +210,7 @@ impl Sink {
         };
         if let Some(file) = unnamed.then(|| sys::unnamed_file_in(&dir, mode.unwrap_or(0o666))).flatten() {
             like_existing(&file);
+            leftovers::hold(&file);
             return Ok(Out::Unnamed { file, target, existed: existing.is_some() });
         }
         let tmp = tempfile::Builder::new()
@@ -211,8 +220,15 @@ impl Sink {
             .tempfile_in(&dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
         like_existing(tmp.as_file());
+        leftovers::hold(tmp.as_file());
         let _pending = Pending::new(tmp.path());
         Ok(Out::Named { tmp, target, _pending })
+    }
+
+    /// The names of the temporary files that interrupted runs had left beside the target, which
+    /// opening it removed (see `docs/reliability.md`, "Leftovers of a killed run").
+    pub fn removed_leftovers(&self) -> &[String] {
+        &self.removed
     }
 
     /// How the output reaches its name.
