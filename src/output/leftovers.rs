@@ -51,8 +51,8 @@ fn remove_if_left(path: &Path, now: SystemTime) -> bool {
     same && fs::remove_file(path).is_ok()
 }
 
-/// Removes the leftovers beside `target` whose names start `prefix` and end `suffix`; returns
-/// their names, sorted. Errors (an unreadable directory, a file that went away) remove nothing.
+/// Removes the leftovers in `dir` (the target's directory) whose names start `prefix` and end
+/// `suffix`; returns their names, sorted. Errors (an unreadable directory, a file that went away) remove nothing.
 pub fn remove(dir: &Path, prefix: &str, suffix: &str) -> Vec<String> {
     let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
     let now = SystemTime::now();
