@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// float32 elements per input: 32 MiB, a run of tens of milliseconds.
 const N: usize = 1 << 23;
@@ -27,9 +27,6 @@ const N: usize = 1 << 23;
 const KILLS: usize = 32;
 /// Kills of the named fallback.
 const FALLBACK_KILLS: usize = 8;
-/// A temporary file unwritten this long, with no run holding it, is a leftover
-/// (`docs/reliability.md`).
-const LEFTOVER_AGE: Duration = Duration::from_secs(61);
 /// The whole test gives up after this.
 const DEADLINE: Duration = Duration::from_secs(240);
 
@@ -172,10 +169,7 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
         // run to the same target.
         let left: Vec<String> = debris.iter().map(|n| n.to_string()).collect();
         if !left.is_empty() {
-            for n in &left {
-                let f = fs::OpenOptions::new().write(true).open(dir.join(n)).expect("open the leftover");
-                f.set_modified(SystemTime::now() - LEFTOVER_AGE).expect("age the leftover");
-            }
+            left.iter().for_each(|n| common::age_past_leftover_limit(&dir.join(n)));
             let ok = tensorop(&dir, target, false).args(["--report", "r.json"]).status().expect("run").success();
             assert!(ok, "{what}: the run after the kill failed");
             let report: serde_json::Value =
@@ -187,7 +181,10 @@ fn sigkill_at_any_moment_leaves_nothing_behind() {
             swept += left.len();
         }
         if in_place {
-            fs::write(dir.join("a.npy"), &a).expect("restore a");
+            // Replaced by the kill's run or by the run that removed its leftovers.
+            if !was_old || !left.is_empty() {
+                fs::write(dir.join("a.npy"), &a).expect("restore a");
+            }
         } else if dir.join("new.npy").exists() {
             fs::remove_file(dir.join("new.npy")).expect("remove the new result");
         }

@@ -177,8 +177,7 @@ fn leftovers_of_killed_runs_are_removed_by_the_next_run_to_the_target() {
     write_ab(&dir);
     let aged = |name: &str| {
         std::fs::write(dir.path(name), b"partial").unwrap();
-        let f = std::fs::OpenOptions::new().write(true).open(dir.path(name)).unwrap();
-        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(120)).unwrap();
+        age_past_leftover_limit(&dir.path(name));
     };
     aged(".c.npy.Kill01.tensorop-tmp");
     aged(".c.npy.Kill02.tensorop-tmp");

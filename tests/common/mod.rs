@@ -28,6 +28,13 @@ pub fn bin() -> PathBuf {
     }
 }
 
+/// Makes the file at `path` look unwritten for over a minute, past the age at which an unlocked
+/// temporary file counts as a killed run's leftover (`docs/reliability.md`).
+pub fn age_past_leftover_limit(path: &Path) {
+    let f = fs::OpenOptions::new().write(true).open(path).expect("open the file to age");
+    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(120)).expect("age the file");
+}
+
 /// The crate root (where `testdata/` and `tests/` live).
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
