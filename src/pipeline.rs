@@ -8,9 +8,11 @@ use crate::backend::{self, wgpu::DeviceReport, BackendKind, Emit, Job, Positiona
 use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
+use crate::op::Op;
 use crate::output::{BrokenPipe, Destination, Sink, Staging};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::progress::Progress;
+use crate::report::summary;
 use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
 use crate::spec::checks::{validate, Status, TensorSpec, Validation};
 use crate::spec::dml::{descriptors, Descriptors};
@@ -42,6 +44,14 @@ impl Outcome {
     }
 }
 
+/// The name of the mean of `op`'s result, where it has one of its own (`--stats` prints it).
+fn mean_name(op: Op) -> Option<&'static str> {
+    match op {
+        Op::Sub => None,
+        Op::SqDiff => Some("mean squared error"),
+    }
+}
+
 /// Runs `cfg`, writes the report if asked, and returns the outcome.
 pub fn run(cfg: &Config) -> Outcome {
     let start = Instant::now();
@@ -60,7 +70,8 @@ pub fn run(cfg: &Config) -> Outcome {
         Err(e) => Outcome::Error(e),
     };
     if let (Outcome::Ok, Some(s), Some(p), false) = (&outcome, &trace.summary, &trace.plan, cfg.quiet) {
-        eprint!("{}", s.human(cfg.sem.op, p.dtype.name()));
+        let label = summary::Label { of: cfg.sem.op.name(), dtype: p.dtype.name(), mean: mean_name(cfg.sem.op) };
+        eprint!("{}", summary::human(s, &label));
     }
     let report = trace.report(cfg, &outcome, start.elapsed());
     if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {

@@ -275,7 +275,8 @@ def reference_stats(arr):
         s.update(finite=len(vals), nan=0, posinf=0, neginf=0,
                  min=min(vals) if vals else None, max=max(vals) if vals else None)
         s["sum"] = sum(vals)
-        s["mean"] = float(s["sum"]) / len(vals) if vals else None
+        # The exact sum over the count, rounded once (Python's int / int is correctly rounded).
+        s["mean"] = s["sum"] / len(vals) if vals else None
         exps = [abs(v).bit_length() - 1 for v in vals if v != 0]
         zero, sub = sum(1 for v in vals if v == 0), []
     counts = {}

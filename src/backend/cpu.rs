@@ -12,7 +12,7 @@ use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
 use crate::plan::Feed;
 use crate::shape::Iteration;
-use crate::summary::Accumulator;
+use crate::summary::{Accumulator, Summarise};
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -190,7 +190,7 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
 
 /// Runs `job` on elements of type `T`: loads the resident inputs, then computes and writes the
 /// chunks on this thread or on worker threads.
-fn run_typed<T: Arith>(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
+fn run_typed<T: Arith + Summarise>(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
     let chunks = Chunks::new::<T>(job.iter.count());
     let threads = job.threads.min(usize::try_from(chunks.count).unwrap_or(usize::MAX)).max(1);
     let mut stats = Stats { threads_used: threads, ..Stats::default() };
@@ -249,7 +249,7 @@ fn resident_inputs<T: Arith>(job: &Job) -> Result<[Option<Vec<T>>; 2]> {
     Ok(resident)
 }
 
-impl<'a, T: Arith> Worker<'a, T> {
+impl<'a, T: Arith + Summarise> Worker<'a, T> {
     /// A worker reading the resident inputs from memory and the others through windows of
     /// `chunk` elements.
     fn new(job: &'a Job, resident: &'a [Option<Vec<T>>; 2], chunk: usize) -> Self {
@@ -307,7 +307,7 @@ fn timed_write(write: &mut Out<'_>, bytes: &[u8], stats: &mut Stats) -> Result<(
 }
 
 /// Small or single-threaded work: no threads, one buffer, chunk after chunk.
-fn run_single<T: Arith>(
+fn run_single<T: Arith + Summarise>(
     job: &Job,
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
@@ -349,7 +349,7 @@ type Done<T> = Result<(u64, Vec<T>)>;
 /// flight and the chunk the writer waits for always holds a buffer: no deadlock. When the
 /// writer fails (a write error, or a worker's error received), it sets the abort flag and
 /// closes the channels so the workers stop.
-fn run_parallel<T: Arith>(
+fn run_parallel<T: Arith + Summarise>(
     job: &Job,
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
@@ -396,7 +396,12 @@ fn run_parallel<T: Arith>(
 /// A worker thread's loop: a free buffer, then the next chunk, computed and sent to the
 /// writer, until the chunks run out, the writer aborts or hangs up, or a chunk fails (its
 /// error is sent). Its timings are then added to the shared stats.
-fn work<T: Arith>(w: &mut Worker<'_, T>, chunks: Chunks, queue: &Queue<T>, done_tx: &mpsc::Sender<Done<T>>) {
+fn work<T: Arith + Summarise>(
+    w: &mut Worker<'_, T>,
+    chunks: Chunks,
+    queue: &Queue<T>,
+    done_tx: &mpsc::Sender<Done<T>>,
+) {
     loop {
         let buf = match queue.free_rx.lock().map(|rx| rx.recv()) {
             Ok(Ok(buf)) => buf,
@@ -450,7 +455,7 @@ fn write_in_order<T: Arith>(
 /// Nothing passes through this thread, which would otherwise wake for every chunk: each worker
 /// keeps one buffer and takes the next chunk index, and this thread only reports the bytes
 /// written, every [`PROGRESS_TICK`], until the workers finish. The first error stops them all.
-fn run_in_place<T: Arith>(
+fn run_in_place<T: Arith + Summarise>(
     job: &Job,
     out: &Positional<'_>,
     resident: &[Option<Vec<T>>; 2],

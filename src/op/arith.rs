@@ -14,7 +14,7 @@ pub(super) fn element<T: Arith>(f: Formula, a: T, b: T) -> T {
 
 /// The arithmetic of one element type: the primitive [`Steps`] in the type the arithmetic is
 /// carried out in ([`Arith::Wide`]), and the slice kernel.
-pub trait Arith: Element + Copy + crate::summary::Summarise {
+pub trait Arith: Element + Copy {
     /// The arithmetic type: float32 for float16 (rounded to float16 once, at the end), the
     /// element type itself otherwise.
     type Wide: Copy;

@@ -2,6 +2,8 @@
 //! as the run goes, and written (pretty-printed, newline-terminated) to its destination on every
 //! outcome.
 
+pub(crate) mod summary;
+
 use crate::npy::header::Header;
 use crate::output::{Destination, Sink, Writing};
 use crate::spec::checks::Check;

@@ -1,0 +1,140 @@
+//! How a `--stats` summary is shown: its JSON form in the report (`docs/report.md`, "stats";
+//! integers of any size as JSON numbers, digit for digit) and the short form with a bar chart
+//! that `--stats` prints on standard error.
+
+use crate::summary::{Number, Summary};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+impl Serialize for Number {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Number::Float(x) => s.serialize_f64(x),
+            Number::Int(v) if v.high == 0 => s.serialize_i128(v.low),
+            Number::Int(v) => {
+                let raw = serde_json::value::RawValue::from_string(v.to_string()).map_err(serde::ser::Error::custom)?;
+                raw.serialize(s)
+            }
+        }
+    }
+}
+
+impl Serialize for Summary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Binade {
+            exp: i64,
+            count: u64,
+        }
+        #[derive(serde::Serialize)]
+        struct Histogram {
+            zero: u64,
+            subnormal: u64,
+            binades: Vec<Binade>,
+        }
+        let mut m = s.serialize_map(Some(11))?;
+        m.serialize_entry("count", &self.count)?;
+        m.serialize_entry("finite", &self.finite)?;
+        m.serialize_entry("nan", &self.nan)?;
+        m.serialize_entry("posinf", &self.posinf)?;
+        m.serialize_entry("neginf", &self.neginf)?;
+        m.serialize_entry("min", &self.min)?;
+        m.serialize_entry("max", &self.max)?;
+        m.serialize_entry("sum", &self.sum)?;
+        m.serialize_entry("mean", &self.mean)?;
+        let binades = self.binades.iter().map(|&(exp, count)| Binade { exp, count }).collect();
+        m.serialize_entry("histogram", &Histogram { zero: self.zero, subnormal: self.subnormal, binades })?;
+        m.end()
+    }
+}
+
+/// What a summary describes, for its short form.
+pub(crate) struct Label<'a> {
+    /// What was summarised: `sqdiff`.
+    pub(crate) of: &'a str,
+    /// The elements' dtype.
+    pub(crate) dtype: &'a str,
+    /// The mean's own name, where it has one: `mean squared error`.
+    pub(crate) mean: Option<&'a str>,
+}
+
+/// The short summary for standard error: counts, extremes, sum and mean, and the histogram as a
+/// bar chart, one line per binade.
+pub(crate) fn human(summary: &Summary, label: &Label) -> String {
+    let s = summary;
+    let num = |n: &Option<Number>| match n {
+        None => "-".to_string(),
+        Some(Number::Float(x)) => format!("{x}"),
+        Some(Number::Int(v)) => v.to_string(),
+    };
+    let mean = s.mean.map_or("-".into(), |m| format!("{m}"));
+    let what = label.mean.map_or(String::new(), |name| format!(" ({name})"));
+    let mut out = format!(
+        "tensorop: stats of {} ({}, {} elements): {} finite, {} NaN, {} +inf, {} -inf\n  min {}  max {}  \
+         sum {}  mean {mean}{what}\n",
+        label.of,
+        label.dtype,
+        s.count,
+        s.finite,
+        s.nan,
+        s.posinf,
+        s.neginf,
+        num(&s.min),
+        num(&s.max),
+        num(&s.sum),
+    );
+    let mut rows: Vec<(String, u64)> = Vec::new();
+    if s.zero > 0 {
+        rows.push(("zero".into(), s.zero));
+    }
+    if s.subnormal > 0 {
+        rows.push(("subnormal".into(), s.subnormal));
+    }
+    rows.extend(s.binades.iter().map(|&(e, n)| (format!("2^{e}"), n)));
+    let top = rows.iter().map(|r| r.1).max().unwrap_or(0).max(1);
+    if !rows.is_empty() {
+        out.push_str("  |x| by binade, [2^e, 2^(e+1)):\n");
+    }
+    for (label, n) in rows {
+        let bar = ((n as f64 / top as f64) * 40.0).ceil() as usize;
+        out.push_str(&format!("  {label:>10} {n:>12} {}\n", "#".repeat(bar)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::summary::Accumulator;
+
+    #[test]
+    fn integers_past_i128_are_json_numbers_digit_for_digit() {
+        let mut a = Accumulator::new(DType::U64);
+        a.add(&vec![u64::MAX; 1 << 16]);
+        for _ in 0..47 {
+            let b = a.clone();
+            a.merge(&b);
+        }
+        let json = serde_json::to_string(&a.finish().sum).expect("json");
+        assert_eq!(json, "170141183460469231722463931679029329920");
+        let mut small = Accumulator::new(DType::I8);
+        small.add(&[-3i8, 1]);
+        assert_eq!(serde_json::to_string(&small.finish().sum).expect("json"), "-2");
+    }
+
+    #[test]
+    fn the_short_form_names_the_mean_and_draws_the_histogram() {
+        let mut a = Accumulator::new(DType::F32);
+        a.add(&[0.0f32, 1.0, 1.5, 4.0]);
+        let text = human(&a.finish(), &Label { of: "sqdiff", dtype: "float32", mean: Some("mean squared error") });
+        assert_eq!(
+            text,
+            "tensorop: stats of sqdiff (float32, 4 elements): 4 finite, 0 NaN, 0 +inf, 0 -inf\n  min 0  max 4  \
+             sum 6.5  mean 1.625 (mean squared error)\n  |x| by binade, [2^e, 2^(e+1)):\n        zero            1 \
+             ####################\n         2^0            2 \
+             ########################################\n         2^2            1 ####################\n"
+        );
+        let text = human(&a.finish(), &Label { of: "sub", dtype: "float32", mean: None });
+        assert!(text.contains("mean 1.625\n"), "{text}");
+    }
+}
