@@ -84,6 +84,28 @@ pub struct Params {
     pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
 }
 
+impl Params {
+    /// The block for the chunk of `n` elements at flat index `base` over `dims` (with their
+    /// reciprocals), the inputs' element strides (low words) and the `chunk_local` mask; every
+    /// other member zero.
+    pub(super) fn zeroed_with(n: u32, base: u32, dims: &[u32], strides: [&[u32]; 2], chunk_local: u32) -> Params {
+        let mut p: Params = bytemuck::Zeroable::zeroed();
+        p.n = n;
+        p.base = base;
+        p.rank = dims.len() as u32;
+        p.chunk_local = chunk_local;
+        p.dims[..dims.len()].copy_from_slice(dims);
+        for (inv, &d) in p.inv_dims.iter_mut().zip(dims) {
+            // Correctly rounded where `divmod` divides in f32 (d below 2^22, exact in f32);
+            // unused elsewhere (a dimension of 0 gives infinity: no element to index).
+            *inv = 1.0 / d as f32;
+        }
+        p.strides_a[..dims.len()].copy_from_slice(strides[0]);
+        p.strides_b[..dims.len()].copy_from_slice(strides[1]);
+        p
+    }
+}
+
 /// One file of `wgsl/`, compiled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Part {
