@@ -1,40 +1,25 @@
 //! Compiled kernels and their per-chunk buffers: the uniform `Params`, two slots of input,
 //! output and staging buffers, submission of one chunk and collection of its result.
 
-use super::*;
+use super::device::{pad4, Gpu};
+use super::shader::{self, elements_per_invocation, Native, Params, WORKGROUP};
+use crate::dtype::DType;
+use crate::op::Semantics;
+use anyhow::Result;
+use std::time::{Duration, Instant};
 
-pub(super) fn pad4(n: u64) -> u64 {
-    n.div_ceil(4) * 4
-}
-
-pub(super) fn buffer(d: &wgpu::Device, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
-    d.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: pad4(size.max(4)),
-        usage,
-        mapped_at_creation: false,
-    })
-}
-
-/// The pipeline of `module`'s `main`, with the values of its pipeline constants.
-pub(super) fn compute_pipeline(
-    d: &wgpu::Device,
-    module: &wgpu::ShaderModule,
-    constants: &[(&str, f64)],
-) -> wgpu::ComputePipeline {
-    d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("tensorop"),
-        layout: None,
-        module,
-        entry_point: Some("main"),
-        compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
-        cache: None,
-    })
+/// The time the chunks spent in each stage (upload, compute, download, write), summed over a run.
+#[derive(Default)]
+pub(super) struct ChunkTiming {
+    pub(super) upload: Duration,
+    pub(super) compute: Duration,
+    pub(super) download: Duration,
+    pub(super) write: Duration,
 }
 
 /// One set of per-chunk buffers. Two slots let chunk k+1 be read and uploaded while chunk k is
 /// computed and downloaded.
-pub(super) struct Slot {
+struct Slot {
     params: wgpu::Buffer,
     /// Per-chunk input buffers (`None` where the input is resident).
     inputs: [Option<wgpu::Buffer>; 2],
@@ -52,13 +37,13 @@ pub(super) struct Kernel {
 
 impl Kernel {
     /// Compiles the kernel, with `divmod` in f32 where `float_division` (see
-    /// [`Layout::float_division`]); each input is either `resident` (one buffer for the whole
+    /// [`Layout::float_division`](super::Layout::float_division)); each input is either `resident` (one buffer for the whole
     /// run) or uploaded per chunk into buffers of `chunk_bytes`; outputs are up to `out_bytes`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         gpu: &Gpu,
         dtype: DType,
-        sem: crate::op::Semantics,
+        sem: Semantics,
         native: Native,
         float_division: bool,
         resident: [Option<&wgpu::Buffer>; 2],
@@ -85,21 +70,18 @@ impl Kernel {
         slots: usize,
     ) -> Kernel {
         let d = &gpu.device;
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("tensorop kernel"),
-            source: wgpu::ShaderSource::Wgsl(src.into()),
-        });
-        let pipeline = compute_pipeline(d, &module, &[("FLOAT_DIVISION", f64::from(u8::from(float_division)))]);
+        let constants = [("FLOAT_DIVISION", f64::from(u8::from(float_division)))];
+        let pipeline = gpu.compute_pipeline("tensorop kernel", src.into(), &constants);
         use wgpu::BufferUsages as U;
         let layout = pipeline.get_bind_group_layout(0);
         let slots = (0..slots)
             .map(|_| {
-                let params = buffer(d, "params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
+                let params = gpu.buffer("params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
                 let inputs = [0, 1].map(|i| {
-                    resident[i].is_none().then(|| buffer(d, "input", chunk_bytes[i], U::STORAGE | U::COPY_DST))
+                    resident[i].is_none().then(|| gpu.buffer("input", chunk_bytes[i], U::STORAGE | U::COPY_DST))
                 });
-                let out = buffer(d, "out", out_bytes, U::STORAGE | U::COPY_SRC);
-                let staging = buffer(d, "staging", out_bytes, U::MAP_READ | U::COPY_DST);
+                let out = gpu.buffer("out", out_bytes, U::STORAGE | U::COPY_SRC);
+                let staging = gpu.buffer("staging", out_bytes, U::MAP_READ | U::COPY_DST);
                 let input = |i: usize| resident[i].or(inputs[i].as_ref()).map(|b| b.as_entire_binding());
                 let (Some(a), Some(b)) = (input(0), input(1)) else { unreachable!("every input has a buffer") };
                 let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -134,7 +116,7 @@ impl Kernel {
         gpu.queue.write_buffer(&s.params, 0, bytemuck::bytes_of(params));
         for (data, buf) in data.iter().zip(&s.inputs) {
             if let (Some(data), Some(buf)) = (data, buf) {
-                write_padded(&gpu.queue, buf, data);
+                gpu.write_padded(buf, data);
             }
         }
 
@@ -183,17 +165,5 @@ impl Kernel {
         timing.write += wrote;
         timing.download += t.elapsed().saturating_sub(waited + wrote);
         Ok(())
-    }
-}
-
-pub(super) fn write_padded(queue: &wgpu::Queue, buf: &wgpu::Buffer, data: &[u8]) {
-    let whole = data.len() / 4 * 4;
-    if whole > 0 {
-        queue.write_buffer(buf, 0, &data[..whole]);
-    }
-    if whole < data.len() {
-        let mut tail = [0u8; 4];
-        tail[..data.len() - whole].copy_from_slice(&data[whole..]);
-        queue.write_buffer(buf, whole as u64, &tail);
     }
 }

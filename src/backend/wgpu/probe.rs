@@ -1,13 +1,18 @@
 //! Probes run once on an opened device: whether it flushes float32 subnormals, and whether its
 //! float16 conversions round exactly as the CPU's do (else float16 is emulated).
 
-use super::*;
+use super::device::Gpu;
+use super::kernel::{ChunkTiming, Kernel};
+use super::shader::{Native, Params, F16_PROBE, WORKGROUP};
+use crate::dtype::DType;
+use crate::op::{Op, Semantics};
+use anyhow::Result;
 
 impl Gpu {
     /// Runs the float32 `sub` kernel on two subnormals (3 - 1 in units of the smallest one); a
     /// device that flushes returns zero instead of 2.
     pub(super) fn probe_subnormals(&self) -> Result<bool> {
-        let sem = crate::op::Semantics { op: crate::op::Op::Sub, half_precision: false };
+        let sem = Semantics { op: Op::Sub, half_precision: false };
         let a = self.resident_buffer(&3u32.to_le_bytes());
         let b = self.resident_buffer(&1u32.to_le_bytes());
         // The device's own float32 arithmetic, whatever this probe decides.
@@ -42,18 +47,14 @@ impl Gpu {
         }
         let halves: Vec<u16> = (0..=u16::MAX).collect();
         let d = &self.device;
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("tensorop f16 probe"),
-            source: wgpu::ShaderSource::Wgsl(shader::F16_PROBE.text()),
-        });
-        let pipeline = compute_pipeline(d, &module, &[]);
+        let pipeline = self.compute_pipeline("tensorop f16 probe", F16_PROBE.text(), &[]);
         use wgpu::BufferUsages as U;
         let xb = self.resident_buffer(bytemuck::cast_slice(&x));
         let hb = self.resident_buffer(bytemuck::cast_slice(&halves));
         let (ylen, zlen) = (x.len() as u64 * 2, halves.len() as u64 * 4);
-        let yb = buffer(d, "y", ylen, U::STORAGE | U::COPY_SRC);
-        let zb = buffer(d, "z", zlen, U::STORAGE | U::COPY_SRC);
-        let staging = buffer(d, "staging", ylen + zlen, U::MAP_READ | U::COPY_DST);
+        let yb = self.buffer("y", ylen, U::STORAGE | U::COPY_SRC);
+        let zb = self.buffer("z", zlen, U::STORAGE | U::COPY_SRC);
+        let staging = self.buffer("staging", ylen + zlen, U::MAP_READ | U::COPY_DST);
         let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("tensorop f16 probe"),
             layout: &pipeline.get_bind_group_layout(0),

@@ -26,62 +26,62 @@ use crate::dtype::DType;
 use crate::op::{Formula, Semantics, Steps};
 
 /// The most dimensions the uniform block holds (the largest rank any level accepts, `none`'s 32).
-pub const MAX_RANK: usize = 32;
+pub(super) const MAX_RANK: usize = 32;
 
 /// Invocations per workgroup.
-pub const WORKGROUP: u32 = 256;
+pub(super) const WORKGROUP: u32 = 256;
 
 /// The most input intervals one chunk of a windowed input may need (`2 * rank + 1`, rounded up).
-pub const MAX_INTERVALS: usize = 2 * MAX_RANK + 4;
+pub(super) const MAX_INTERVALS: usize = 2 * MAX_RANK + 4;
 
 /// Optional shader features the kernels use natively.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Native {
+pub(super) struct Native {
     /// SHADER_F16 (and the device's conversions passed the probe).
-    pub f16: bool,
+    pub(super) f16: bool,
     /// SHADER_INT64.
-    pub int64: bool,
+    pub(super) int64: bool,
     /// SHADER_F64.
-    pub f64: bool,
+    pub(super) f64: bool,
     /// The device keeps float32 subnormals (its probe found no flushing); else float32
     /// subtraction and multiplication go through `float32_exact.wgsl`.
-    pub f32_subnormals: bool,
+    pub(super) f32_subnormals: bool,
     /// `float32_exact.wgsl` flushes subnormals itself, as a flushing device would
     /// (`TENSOROP_WGPU_EMULATE=1`): any device then tests its bounds.
-    pub flush_model: bool,
+    pub(super) flush_model: bool,
 }
 
 /// The uniform block, as the host fills it (3104 bytes): `Params` in `wgsl/params.wgsl`, member
 /// for member, which the tests check by reflection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Params {
+pub(super) struct Params {
     /// Elements in this chunk.
-    pub n: u32,
+    pub(super) n: u32,
     /// Flat output index of the chunk's first element.
-    pub base: u32,
-    pub rank: u32,
+    pub(super) base: u32,
+    pub(super) rank: u32,
     /// Bit i set: input i is uploaded per chunk in output order (index = position in chunk).
-    pub chunk_local: u32,
+    pub(super) chunk_local: u32,
     /// Bit i set: input i is uploaded per chunk as the intervals in `intervals[i]`.
-    pub windowed: u32,
+    pub(super) windowed: u32,
     /// 1: offsets are computed in 64 bits from `base_coords` (outputs of 2^32 elements or more).
-    pub wide: u32,
+    pub(super) wide: u32,
     /// Number of intervals used in `intervals[i]`.
-    pub interval_count: [u32; 2],
-    pub dims: [u32; MAX_RANK],
+    pub(super) interval_count: [u32; 2],
+    pub(super) dims: [u32; MAX_RANK],
     /// `1 / dims[k]` in f32, correctly rounded (for the division in `divmod`).
-    pub inv_dims: [f32; MAX_RANK],
+    pub(super) inv_dims: [f32; MAX_RANK],
     /// Low words of the element strides.
-    pub strides_a: [u32; MAX_RANK],
-    pub strides_b: [u32; MAX_RANK],
+    pub(super) strides_a: [u32; MAX_RANK],
+    pub(super) strides_b: [u32; MAX_RANK],
     /// With `wide`: the multi-index of the chunk's first element.
-    pub base_coords: [u32; MAX_RANK],
+    pub(super) base_coords: [u32; MAX_RANK],
     /// With `wide`: high words of the element strides.
-    pub strides_hi: [[u32; MAX_RANK]; 2],
+    pub(super) strides_hi: [[u32; MAX_RANK]; 2],
     /// Per input: `(first input offset, low and high word; position in the uploaded buffer;
     /// unused)`, sorted.
-    pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
+    pub(super) intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
 }
 
 impl Params {
@@ -108,9 +108,9 @@ impl Params {
 
 /// One file of `wgsl/`, compiled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Part {
+pub(super) struct Part {
     /// The file's name in `wgsl/`.
-    pub file: &'static str,
+    file: &'static str,
     text: &'static str,
 }
 
@@ -125,7 +125,7 @@ impl Part {
     /// The WGSL text. Built with the `wgsl-mutants` feature (for the shader mutation runner,
     /// docs/testing.md), a file of the same name in the directory `TENSOROP_WGSL_DIR` replaces
     /// the compiled-in text; release builds never read shaders from disk.
-    pub fn text(self) -> std::borrow::Cow<'static, str> {
+    pub(super) fn text(self) -> std::borrow::Cow<'static, str> {
         #[cfg(feature = "wgsl-mutants")]
         if let Some(dir) = std::env::var_os("TENSOROP_WGSL_DIR") {
             if let Ok(text) = std::fs::read_to_string(std::path::Path::new(&dir).join(self.file)) {
@@ -200,7 +200,7 @@ fn kind(dtype: DType, native: Native) -> (Storage, &'static str, &'static [Part]
 }
 
 /// Output elements each invocation computes.
-pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
+pub(super) fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
     match kind(dtype, native) {
         (Storage::Packed { lanes }, _, _) => lanes,
         _ => 1,
@@ -210,7 +210,7 @@ pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
 /// The WGSL source of the kernel for `dtype` and `sem` with the `native` features: the prelude,
 /// the shared part, the storage parts, the arithmetic part and `op`, in that order (WGSL
 /// declarations may be used before they appear, so only `enable` has to come first).
-pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
+pub(super) fn source(dtype: DType, sem: Semantics, native: Native) -> String {
     let (storage, wide, arith) = kind(dtype, native);
     let (word, elem) = storage.types();
     let mut src = String::new();
@@ -282,11 +282,13 @@ fn op_function(formula: Formula) -> String {
 
 /// The probe for native float16: `Y[i] = f16(X[i])` and `Z[i] = f32(H[i])`, compared on the
 /// host with the CPU's exact conversions.
-pub const F16_PROBE: Part = wgsl!("probe_f16.wgsl");
+pub(super) const F16_PROBE: Part = wgsl!("probe_f16.wgsl");
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{op_function, source, Native, Params, F16_PROBE};
+    use crate::dtype::DType;
+    use crate::op::{Formula, Op, Semantics};
 
     fn validate(src: &str, what: &str) {
         let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
@@ -297,8 +299,6 @@ mod tests {
             .validate(&module)
             .unwrap_or_else(|e| panic!("{what}: {e:?}"));
     }
-
-    use crate::op::Op;
 
     #[test]
     fn every_supported_kernel_is_valid_wgsl() {
