@@ -25,7 +25,7 @@ use crate::shape::Iteration;
 use crate::summary::Accumulator;
 use anyhow::{anyhow, bail, Result};
 pub(crate) use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
-use kernel::{ChunkTiming, Kernel};
+use kernel::{ChunkTiming, Kernel, KernelDescriptor};
 use shader::{elements_per_invocation, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
 use std::time::Instant;
 pub(crate) use tuning::WgpuTuning;
@@ -220,15 +220,16 @@ pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<(
     let native = gpu.native(job.dtype);
     let kernel = Kernel::new(
         gpu,
-        job.dtype,
-        job.sem,
-        native,
-        layout.float_division(),
-        resident.each_ref().map(Option::as_ref),
-        [chunk * es; 2],
-        chunk * es,
-        2,
-    )?;
+        &KernelDescriptor {
+            source: shader::source(job.dtype, job.sem, native),
+            elements_per_invocation: elements_per_invocation(job.dtype, native),
+            float_division: layout.float_division(),
+            resident: resident.each_ref().map(Option::as_ref),
+            chunk_bytes: [chunk * es; 2],
+            out_bytes: chunk * es,
+            slots: 2,
+        },
+    );
 
     // --stats: the downloaded chunks go through the same summary as the CPU backend's.
     let mut summary = job.stats.then(|| Accumulator::new(job.dtype));
@@ -270,7 +271,7 @@ pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<(
 
 #[cfg(test)]
 mod tests {
-    use super::kernel::{ChunkTiming, Kernel};
+    use super::kernel::{ChunkTiming, Kernel, KernelDescriptor};
     use super::{quiet_driver_probes, shader, Gpu, Layout, WgpuTuning};
     use crate::plan::Feed;
     use crate::shape::Iteration;
@@ -316,9 +317,18 @@ mod tests {
             }
         }
         let dummy = gpu.resident_buffer(&[0; 4]);
-        let src = shader::offsets_source();
-        let kernel =
-            Kernel::from_source(gpu, src, 1, layout.float_division(), [Some(&dummy), Some(&dummy)], [0, 0], n * 16, 1);
+        let kernel = Kernel::new(
+            gpu,
+            &KernelDescriptor {
+                source: shader::offsets_source(),
+                elements_per_invocation: 1,
+                float_division: layout.float_division(),
+                resident: [Some(&dummy), Some(&dummy)],
+                chunk_bytes: [0, 0],
+                out_bytes: n * 16,
+                slots: 1,
+            },
+        );
         let mut timing = ChunkTiming::default();
         let idx = kernel.submit(gpu, 0, &params, [None, None], n * 16, &mut timing);
         let mut words = Vec::new();

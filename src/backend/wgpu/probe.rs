@@ -2,8 +2,8 @@
 //! float16 conversions round exactly as the CPU's do (else float16 is emulated).
 
 use super::device::Gpu;
-use super::kernel::{ChunkTiming, Kernel};
-use super::shader::{Native, Params, F16_PROBE, WORKGROUP};
+use super::kernel::{ChunkTiming, Kernel, KernelDescriptor};
+use super::shader::{self, elements_per_invocation, Native, Params, F16_PROBE, WORKGROUP};
 use crate::dtype::DType;
 use crate::op::{Op, Semantics};
 use anyhow::Result;
@@ -17,7 +17,18 @@ impl Gpu {
         let b = self.resident_buffer(&1u32.to_le_bytes());
         // The device's own float32 arithmetic, whatever this probe decides.
         let native = Native { f32_subnormals: true, ..Native::default() };
-        let kernel = Kernel::new(self, DType::F32, sem, native, true, [Some(&a), Some(&b)], [0, 0], 4, 1)?;
+        let kernel = Kernel::new(
+            self,
+            &KernelDescriptor {
+                source: shader::source(DType::F32, sem, native),
+                elements_per_invocation: elements_per_invocation(DType::F32, native),
+                float_division: true,
+                resident: [Some(&a), Some(&b)],
+                chunk_bytes: [0, 0],
+                out_bytes: 4,
+                slots: 1,
+            },
+        );
         let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 0);
         params.rank = 1;
         let mut out = Vec::new();
