@@ -2,7 +2,7 @@
 //! tensorop can use, its description for the report, staging-buffer reads, and the adapter list
 //! of `tensorop devices`.
 
-use super::shader::Native;
+use super::shader::{Capability, Native, Recipe, SHADER_F16, SHADER_F64, SHADER_I16, SHADER_INT64};
 use super::tuning::WgpuTuning;
 use crate::dtype::DType;
 use anyhow::{anyhow, Context, Result};
@@ -80,10 +80,10 @@ fn no_adapter(b: wgpu::Backends) -> anyhow::Error {
 
 /// The optional shader features tensorop can use, with their names.
 const FEATURES: [(wgpu::Features, &str); 4] = [
-    (wgpu::Features::SHADER_F16, "SHADER_F16"),
-    (wgpu::Features::SHADER_I16, "SHADER_I16"),
-    (wgpu::Features::SHADER_INT64, "SHADER_INT64"),
-    (wgpu::Features::SHADER_F64, "SHADER_F64"),
+    (wgpu::Features::SHADER_F16, SHADER_F16),
+    (wgpu::Features::SHADER_I16, SHADER_I16),
+    (wgpu::Features::SHADER_INT64, SHADER_INT64),
+    (wgpu::Features::SHADER_F64, SHADER_F64),
 ];
 
 impl Gpu {
@@ -264,19 +264,10 @@ impl Gpu {
 
     /// The report's description of this device for a job of `dtype`.
     pub(crate) fn report(&self, dtype: DType) -> DeviceReport {
-        let native = self.native(dtype);
-        let (native, emulated): (Vec<&'static str>, Vec<&'static str>) = match dtype {
-            DType::F16 if native.f16 => (vec!["SHADER_F16"], vec![]),
-            DType::F16 => (vec![], vec!["SHADER_F16"]),
-            // WGSL has no 16- or 8-bit integer types, whatever the device offers.
-            DType::I16 | DType::U16 => (vec![], vec!["SHADER_I16"]),
-            DType::I8 | DType::U8 => (vec![], vec!["8-bit integers (no wgpu feature)"]),
-            DType::I64 | DType::U64 if native.int64 => (vec!["SHADER_INT64"], vec![]),
-            DType::I64 | DType::U64 => (vec![], vec!["SHADER_INT64"]),
-            DType::F64 if native.f64 => (vec!["SHADER_F64"], vec![]),
-            DType::F64 => (vec![], vec!["SHADER_F64"]),
-            DType::F32 if !native.f32_subnormals => (vec![], vec!["float32 subnormals (no wgpu feature)"]),
-            _ => (vec![], vec![]),
+        let (native, emulated) = match Recipe::of(dtype, self.native(dtype)).capability {
+            Capability::Core => (vec![], vec![]),
+            Capability::Uses(name) => (vec![name], vec![]),
+            Capability::Emulates(name) => (vec![], vec![name]),
         };
         DeviceReport {
             adapter: self.info.name.clone(),

@@ -21,6 +21,11 @@
 //! and one generated function, `op`, which is the operator's [`Formula`] evaluated over WGSL
 //! text: the same definition the CPU kernels compile, so a kernel cannot compute a different
 //! operator than the CPU. Parts refer to each other only by the names listed in their headers.
+//!
+//! Which storage and arithmetic a dtype gets with the device's features ([`Native`]), and so
+//! whether its kernel uses or emulates a capability, is decided in one place, [`Recipe::of`]:
+//! the composition follows it and so does the device's report. The uniform block is declared
+//! here too, as [`Params`], member for member as `params.wgsl` declares it.
 
 use crate::dtype::DType;
 use crate::op::{Formula, Semantics, Steps};
@@ -170,40 +175,98 @@ impl Storage {
     }
 }
 
-/// Arithmetic parts: element conversions and rounding, and the primitive steps.
+// The arithmetic parts: element conversions to and from `Wide` and rounding, then the steps.
+
+/// Conversions where `Wide` is the element type.
 const IDENTITY: Part = wgsl!("identity.wgsl");
+/// The steps with WGSL's own operators.
 const NATIVE_STEPS: Part = wgsl!("native_steps.wgsl");
 /// float16 <-> float32 in integer operations: the emulated float16 conversions, and every float16
 /// kernel's intermediate rounding.
 const F16_BITS: Part = wgsl!("float16_bits.wgsl");
 
-/// How a kernel computes for one dtype with the device's native features: its storage, the
-/// arithmetic type `Wide`, and the arithmetic parts. Without a feature the dtype is emulated on
-/// `u32` words (float64: `float64_words.wgsl`, IEEE binary64 in integer operations).
-fn kind(dtype: DType, native: Native) -> (Storage, &'static str, &'static [Part]) {
-    use DType::*;
-    let u32_word = Storage::Direct { word: "u32" };
-    const WRAPPING: &[Part] = &[IDENTITY, NATIVE_STEPS];
-    match dtype {
-        I8 | U8 => (Storage::Packed { lanes: 4 }, "u32", WRAPPING),
-        I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", WRAPPING),
-        I32 | U32 => (u32_word, "u32", WRAPPING),
-        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, "u64", WRAPPING),
-        I64 | U64 => (Storage::Words64, "vec2<u32>", &[IDENTITY, wgsl!("int64_words.wgsl")]),
-        F16 if native.f16 => (Storage::Direct { word: "f16" }, "f32", &[wgsl!("float16.wgsl"), F16_BITS, NATIVE_STEPS]),
-        F16 => (Storage::Packed { lanes: 2 }, "f32", &[wgsl!("float16_packed.wgsl"), F16_BITS, NATIVE_STEPS]),
-        F32 if native.f32_subnormals => (u32_word, "f32", &[wgsl!("float32_bits.wgsl"), NATIVE_STEPS]),
-        F32 => (u32_word, "u32", &[IDENTITY, wgsl!("float32_exact.wgsl")]),
-        F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", WRAPPING),
-        F64 => (Storage::Words64, "vec2<u32>", &[IDENTITY, wgsl!("float64_words.wgsl")]),
+/// The element's own type with WGSL's operators: wrapping integers, the device's float64.
+const WRAPPING: &[Part] = &[IDENTITY, NATIVE_STEPS];
+/// 64-bit integers on `vec2<u32>` words.
+const INT64_WORDS: &[Part] = &[IDENTITY, wgsl!("int64_words.wgsl")];
+/// float16 in the device's `f16`, computed in float32 and rounded as the CPU rounds.
+const FLOAT16: &[Part] = &[wgsl!("float16.wgsl"), F16_BITS, NATIVE_STEPS];
+/// float16 on its bits, computed in float32, converted in integer operations.
+const FLOAT16_PACKED: &[Part] = &[wgsl!("float16_packed.wgsl"), F16_BITS, NATIVE_STEPS];
+/// float32 on its bits with the device's IEEE operations (a device that keeps subnormals).
+const FLOAT32_BITS: &[Part] = &[wgsl!("float32_bits.wgsl"), NATIVE_STEPS];
+/// float32 on its bits, exact on a device that flushes subnormals (flushing them itself with
+/// `FLUSH`).
+const FLOAT32_EXACT: &[Part] = &[IDENTITY, wgsl!("float32_exact.wgsl")];
+/// IEEE binary64 in integer operations on `vec2<u32>` words.
+const FLOAT64_WORDS: &[Part] = &[IDENTITY, wgsl!("float64_words.wgsl")];
+
+// The names the report and `tensorop devices` give the capabilities kernels may need.
+pub(super) const SHADER_F16: &str = "SHADER_F16";
+pub(super) const SHADER_I16: &str = "SHADER_I16";
+pub(super) const SHADER_INT64: &str = "SHADER_INT64";
+pub(super) const SHADER_F64: &str = "SHADER_F64";
+const EIGHT_BIT_INTEGERS: &str = "8-bit integers (no wgpu feature)";
+const FLOAT32_SUBNORMALS: &str = "float32 subnormals (no wgpu feature)";
+
+/// Whether a dtype's kernel depends on a capability beyond WGSL's core types and, if so, whether
+/// it has it from the device: what the report lists under `features_native` or
+/// `features_emulated`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Capability {
+    /// WGSL's core types and operations are enough.
+    Core,
+    /// The kernel uses the device's named feature.
+    Uses(&'static str),
+    /// The kernel emulates the named capability in 32-bit integer operations: a wgpu feature the
+    /// device lacks (or WGSL cannot use), or one wgpu has no feature for.
+    Emulates(&'static str),
+}
+
+/// How the kernels compute one dtype on one device, decided in one place ([`Recipe::of`]): the
+/// storage of its elements, the arithmetic type `Wide` and parts, and the capability that takes.
+/// The WGSL ([`source`]) and the device report (`Gpu::report`) both follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Recipe {
+    storage: Storage,
+    /// The arithmetic type `Wide`, in WGSL.
+    wide: &'static str,
+    /// Element conversions and rounding, then the steps, after the storage parts.
+    arith: &'static [Part],
+    pub(super) capability: Capability,
+}
+
+impl Recipe {
+    /// The recipe for `dtype` with the device's `native` features. Without a feature the dtype
+    /// is emulated on `u32` words.
+    pub(super) fn of(dtype: DType, native: Native) -> Recipe {
+        use Capability::{Core, Emulates, Uses};
+        use DType::*;
+        use Storage::{Direct, Packed, Words64};
+        const U32_WORD: Storage = Direct { word: "u32" };
+        let (storage, wide, arith, capability) = match dtype {
+            // WGSL has no 8- or 16-bit integer types, whatever the device offers.
+            I8 | U8 => (Packed { lanes: 4 }, "u32", WRAPPING, Emulates(EIGHT_BIT_INTEGERS)),
+            I16 | U16 => (Packed { lanes: 2 }, "u32", WRAPPING, Emulates(SHADER_I16)),
+            I32 | U32 => (U32_WORD, "u32", WRAPPING, Core),
+            I64 | U64 if native.int64 => (Direct { word: "u64" }, "u64", WRAPPING, Uses(SHADER_INT64)),
+            I64 | U64 => (Words64, "vec2<u32>", INT64_WORDS, Emulates(SHADER_INT64)),
+            F16 if native.f16 => (Direct { word: "f16" }, "f32", FLOAT16, Uses(SHADER_F16)),
+            F16 => (Packed { lanes: 2 }, "f32", FLOAT16_PACKED, Emulates(SHADER_F16)),
+            F32 if native.f32_subnormals => (U32_WORD, "f32", FLOAT32_BITS, Core),
+            F32 => (U32_WORD, "u32", FLOAT32_EXACT, Emulates(FLOAT32_SUBNORMALS)),
+            F64 if native.f64 => (Direct { word: "f64" }, "f64", WRAPPING, Uses(SHADER_F64)),
+            F64 => (Words64, "vec2<u32>", FLOAT64_WORDS, Emulates(SHADER_F64)),
+        };
+        Recipe { storage, wide, arith, capability }
     }
 }
 
 /// Output elements each invocation computes.
 pub(super) fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
-    match kind(dtype, native) {
-        (Storage::Packed { lanes }, _, _) => lanes,
-        _ => 1,
+    match Recipe::of(dtype, native).storage {
+        Storage::Packed { lanes } => lanes,
+        Storage::Direct { .. } | Storage::Words64 => 1,
     }
 }
 
@@ -211,7 +274,7 @@ pub(super) fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
 /// the shared part, the storage parts, the arithmetic part and `op`, in that order (WGSL
 /// declarations may be used before they appear, so only `enable` has to come first).
 pub(super) fn source(dtype: DType, sem: Semantics, native: Native) -> String {
-    let (storage, wide, arith) = kind(dtype, native);
+    let Recipe { storage, wide, arith, .. } = Recipe::of(dtype, native);
     let (word, elem) = storage.types();
     let mut src = String::new();
     if word == "f16" {
