@@ -1,6 +1,7 @@
 //! The GPU device: the adapter of the chosen API opened with the optional shader features
-//! tensorop can use, its description for the report, staging-buffer reads, and the adapter list
-//! of `tensorop devices`.
+//! tensorop can use, its limits, the features a kernel uses natively, its buffers (created and
+//! written padded to whole words, staging buffers read back) and compute pipelines, its
+//! description for the report, and the adapter list of `tensorop devices`.
 
 use super::shader::{Capability, Native, Recipe, SHADER_F16, SHADER_F64, SHADER_I16, SHADER_INT64};
 use super::tuning::WgpuTuning;

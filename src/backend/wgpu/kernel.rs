@@ -1,5 +1,7 @@
-//! Compiled kernels and their per-chunk buffers: the uniform `Params`, two slots of input,
-//! output and staging buffers, submission of one chunk and collection of its result.
+//! Compiled kernels and their per-chunk buffers. A [`KernelDescriptor`] names the WGSL and the
+//! sizes of the buffers; a [`Kernel`] holds the pipeline and its slots (each a uniform block,
+//! the per-chunk input buffers, an output and a staging buffer), submits one chunk and collects
+//! its result, adding each stage's time to a [`ChunkTiming`].
 
 use super::device::{pad4, Gpu};
 use super::shader::{Params, WORKGROUP};

@@ -5,10 +5,13 @@
 //! broadcast inputs once; each chunk is computed and downloaded into the same ordered writer the
 //! CPU backend uses, so host memory stays bounded.
 //!
-//! By concern: `device` opens and describes the GPU, `probe` measures what its arithmetic
-//! does, `kernel` compiles kernels and owns their buffers, [`shader`] writes the WGSL,
+//! By concern: [`device`] opens and describes the GPU and makes its buffers and pipelines,
+//! [`probe`] measures what its arithmetic does, [`shader`] decides how each dtype is computed
+//! on it and writes the WGSL, [`kernel`] compiles a kernel and owns its per-chunk buffers,
 //! [`window`] plans the intervals of large broadcast inputs, [`tuning`] holds the settings from
-//! the environment, and this module streams a job through them chunk by chunk ([`run`]).
+//! the environment, and this module lays out a job's chunks and streams them through a kernel
+//! ([`run`]). The rest of the crate sees [`Gpu`], its report ([`DeviceReport`]), [`run`], the
+//! adapter list and [`WgpuTuning`].
 
 mod device;
 mod kernel;

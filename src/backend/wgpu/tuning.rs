@@ -7,8 +7,9 @@ use anyhow::{bail, Result};
 
 /// Selects the wgpu API: `vulkan`, `metal`, `dx12` or `gl`.
 const BACKEND_ENV: &str = "TENSOROP_WGPU_BACKEND";
-/// `1`: ignore the adapter's optional shader features, as on a device that has none (float64,
-/// the one dtype that needs one, is then refused).
+/// `1`: ignore the adapter's optional shader features, as on a device that has none, and take
+/// the float32 path of devices that flush subnormals, flushing them as such a device does: tests
+/// use it to reach every emulated path.
 const EMULATE_ENV: &str = "TENSOROP_WGPU_EMULATE";
 /// `1`: take the 64-bit offset path of outputs of 2^32 elements or more on any output.
 const WIDE_ENV: &str = "TENSOROP_WGPU_WIDE";
