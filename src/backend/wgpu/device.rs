@@ -1,37 +1,45 @@
 //! The GPU device: the adapter of the chosen API opened with the optional shader features
-//! tensorop can use, its description for the report, staging-buffer reads, and the adapter list
-//! of `tensorop devices`.
+//! tensorop can use, its limits, the features a kernel uses natively, its buffers (created and
+//! written padded to whole words, staging buffers read back) and compute pipelines, its
+//! description for the report, and the adapter list of `tensorop devices`.
 
-use super::shader::Native;
-use super::*;
+use super::shader::{Capability, Native, Recipe, SHADER_F16, SHADER_F64, SHADER_I16, SHADER_INT64};
+use super::tuning::WgpuTuning;
+use crate::dtype::DType;
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::time::{Duration, Instant};
 
 /// What the report says about the device.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceReport {
-    pub adapter: String,
-    pub device_type: String,
-    pub driver: String,
-    pub api: String,
+    adapter: String,
+    device_type: String,
+    driver: String,
+    api: String,
     /// Optional shader features the kernels used natively.
-    pub features_native: Vec<&'static str>,
+    features_native: Vec<&'static str>,
     /// Optional shader features the kernels emulated (for the job's dtype).
-    pub features_emulated: Vec<&'static str>,
+    features_emulated: Vec<&'static str>,
     /// Measured by a probe kernel: float32 subnormal results come back as zero.
-    pub flushes_subnormals: bool,
+    flushes_subnormals: bool,
 }
 
 /// An open GPU device.
-pub struct Gpu {
+pub(crate) struct Gpu {
     pub(super) device: wgpu::Device,
     pub(super) queue: wgpu::Queue,
-    pub(super) info: wgpu::AdapterInfo,
-    pub(super) limits: wgpu::Limits,
-    pub flushes_subnormals: bool,
-    pub init_time: Duration,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    flushes_subnormals: bool,
+    /// How long opening and probing the device took.
+    pub(crate) init_time: Duration,
     /// The optional features enabled on the device (float16 still subject to its probe).
-    pub(super) enabled: Native,
+    enabled: Native,
     /// Whether the device's float16 conversions matched the CPU's, probed on first use.
-    pub(super) f16_exact: OnceCell<bool>,
+    f16_exact: OnceCell<bool>,
     pub(super) tuning: WgpuTuning,
 }
 
@@ -39,7 +47,7 @@ pub struct Gpu {
 /// session exists (servers, CI); any directory silences that probe. Changing the environment is
 /// safe only while the process has one thread, so `main` calls this first, before the signal
 /// thread starts, and only for commands that open a GPU.
-pub fn quiet_driver_probes() {
+pub(crate) fn quiet_driver_probes() {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
     }
@@ -73,15 +81,15 @@ fn no_adapter(b: wgpu::Backends) -> anyhow::Error {
 
 /// The optional shader features tensorop can use, with their names.
 const FEATURES: [(wgpu::Features, &str); 4] = [
-    (wgpu::Features::SHADER_F16, "SHADER_F16"),
-    (wgpu::Features::SHADER_I16, "SHADER_I16"),
-    (wgpu::Features::SHADER_INT64, "SHADER_INT64"),
-    (wgpu::Features::SHADER_F64, "SHADER_F64"),
+    (wgpu::Features::SHADER_F16, SHADER_F16),
+    (wgpu::Features::SHADER_I16, SHADER_I16),
+    (wgpu::Features::SHADER_INT64, SHADER_INT64),
+    (wgpu::Features::SHADER_F64, SHADER_F64),
 ];
 
 impl Gpu {
     /// Opens the first high-performance adapter of `tuning`'s API and probes it.
-    pub fn open(tuning: &WgpuTuning) -> Result<Gpu> {
+    pub(crate) fn open(tuning: &WgpuTuning) -> Result<Gpu> {
         let t = Instant::now();
         let b = tuning.api;
         let inst = instance(b);
@@ -137,11 +145,9 @@ impl Gpu {
         Ok(gpu)
     }
 
-    /// The features a kernel for `dtype` uses natively. float16 is native only when the device
-    /// has SHADER_F16 and its conversions passed [`Gpu::probe_f16`] (run once, on first use).
     /// The most bytes of an input this device's kernels hold whole: the tuning's limit, bounded
     /// by what one binding can hold and by offsets in 32 bits.
-    pub fn resident_limit(&self) -> u64 {
+    pub(crate) fn resident_limit(&self) -> u64 {
         self.tuning.resident_bytes.min(self.max_binding()).min(u64::from(u32::MAX))
     }
 
@@ -156,6 +162,8 @@ impl Gpu {
         self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
     }
 
+    /// The features a kernel for `dtype` uses natively. float16 is native only when the device
+    /// has SHADER_F16 and its conversions passed [`Gpu::probe_f16`] (run once, on first use).
     pub(super) fn native(&self, dtype: DType) -> Native {
         let f16 = dtype == DType::F16
             && self.enabled.f16
@@ -205,26 +213,62 @@ impl Gpu {
     /// A storage buffer holding `data` (padded to whole words).
     pub(super) fn resident_buffer(&self, data: &[u8]) -> wgpu::Buffer {
         use wgpu::BufferUsages as U;
-        let buf = buffer(&self.device, "input", data.len() as u64, U::STORAGE | U::COPY_DST);
-        write_padded(&self.queue, &buf, data);
+        let buf = self.buffer("input", data.len() as u64, U::STORAGE | U::COPY_DST);
+        self.write_padded(&buf, data);
         buf
     }
 
+    /// A buffer of at least `size` bytes (a whole number of words, at least one).
+    pub(super) fn buffer(&self, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: pad4(size.max(4)),
+            usage,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Queues the write of `data` at the start of `buf`, its last partial word padded with zeros.
+    pub(super) fn write_padded(&self, buf: &wgpu::Buffer, data: &[u8]) {
+        let whole = data.len() / 4 * 4;
+        if whole > 0 {
+            self.queue.write_buffer(buf, 0, &data[..whole]);
+        }
+        if whole < data.len() {
+            let mut tail = [0u8; 4];
+            tail[..data.len() - whole].copy_from_slice(&data[whole..]);
+            self.queue.write_buffer(buf, whole as u64, &tail);
+        }
+    }
+
+    /// The pipeline of the entry point `main` of the WGSL `source` (a module labelled `label`),
+    /// with the values of its pipeline constants.
+    pub(super) fn compute_pipeline(
+        &self,
+        label: &str,
+        source: Cow<'_, str>,
+        constants: &[(&str, f64)],
+    ) -> wgpu::ComputePipeline {
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source),
+        });
+        self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("tensorop"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
+            cache: None,
+        })
+    }
+
     /// The report's description of this device for a job of `dtype`.
-    pub fn report(&self, dtype: DType) -> DeviceReport {
-        let native = self.native(dtype);
-        let (native, emulated): (Vec<&'static str>, Vec<&'static str>) = match dtype {
-            DType::F16 if native.f16 => (vec!["SHADER_F16"], vec![]),
-            DType::F16 => (vec![], vec!["SHADER_F16"]),
-            // WGSL has no 16- or 8-bit integer types, whatever the device offers.
-            DType::I16 | DType::U16 => (vec![], vec!["SHADER_I16"]),
-            DType::I8 | DType::U8 => (vec![], vec!["8-bit integers (no wgpu feature)"]),
-            DType::I64 | DType::U64 if native.int64 => (vec!["SHADER_INT64"], vec![]),
-            DType::I64 | DType::U64 => (vec![], vec!["SHADER_INT64"]),
-            DType::F64 if native.f64 => (vec!["SHADER_F64"], vec![]),
-            DType::F64 => (vec![], vec!["SHADER_F64"]),
-            DType::F32 if !native.f32_subnormals => (vec![], vec!["float32 subnormals (no wgpu feature)"]),
-            _ => (vec![], vec![]),
+    pub(crate) fn report(&self, dtype: DType) -> DeviceReport {
+        let (native, emulated) = match Recipe::of(dtype, self.native(dtype)).capability {
+            Capability::Core => (vec![], vec![]),
+            Capability::Uses(name) => (vec![name], vec![]),
+            Capability::Emulates(name) => (vec![], vec![name]),
         };
         DeviceReport {
             adapter: self.info.name.clone(),
@@ -238,21 +282,26 @@ impl Gpu {
     }
 }
 
+/// `n` rounded up to a whole number of 4-byte words.
+pub(super) fn pad4(n: u64) -> u64 {
+    n.div_ceil(4) * 4
+}
+
 /// One adapter, as `tensorop devices` lists it.
 #[derive(Debug, Serialize)]
-pub struct AdapterEntry {
-    pub name: String,
-    pub api: String,
-    pub device_type: String,
-    pub driver: String,
-    pub features: Vec<&'static str>,
-    pub max_storage_buffer_binding_size: u64,
-    pub max_buffer_size: u64,
-    pub max_compute_workgroups_per_dimension: u32,
+pub(crate) struct AdapterEntry {
+    pub(crate) name: String,
+    pub(crate) api: String,
+    pub(crate) device_type: String,
+    pub(crate) driver: String,
+    pub(crate) features: Vec<&'static str>,
+    pub(crate) max_storage_buffer_binding_size: u64,
+    pub(crate) max_buffer_size: u64,
+    pub(crate) max_compute_workgroups_per_dimension: u32,
 }
 
 /// Every adapter of `tuning`'s API.
-pub fn list_adapters(tuning: &WgpuTuning) -> Result<Vec<AdapterEntry>> {
+pub(crate) fn list_adapters(tuning: &WgpuTuning) -> Result<Vec<AdapterEntry>> {
     let b = tuning.api;
     let inst = instance(b);
     let adapters = pollster::block_on(inst.enumerate_adapters(b));

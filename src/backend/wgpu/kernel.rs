@@ -1,65 +1,85 @@
-//! Compiled kernels and their per-chunk buffers: the uniform `Params`, two slots of input,
-//! output and staging buffers, submission of one chunk and collection of its result.
+//! Compiled kernels and their per-chunk buffers. A [`KernelDescriptor`] names the WGSL and the
+//! sizes of the buffers; a [`Kernel`] holds the pipeline and its slots (each a uniform block,
+//! the per-chunk input buffers, an output and a staging buffer), submits one chunk and collects
+//! its result, adding each stage's time to a [`ChunkTiming`].
 
-use super::*;
+use super::device::{pad4, Gpu};
+use super::shader::{Params, WORKGROUP};
+use anyhow::Result;
+use std::time::{Duration, Instant};
 
-impl Params {
-    pub(super) fn zeroed_with(n: u32, base: u32, dims: &[u32], strides: [&[u32]; 2], chunk_local: u32) -> Params {
-        let mut p: Params = bytemuck::Zeroable::zeroed();
-        p.n = n;
-        p.base = base;
-        p.rank = dims.len() as u32;
-        p.chunk_local = chunk_local;
-        p.dims[..dims.len()].copy_from_slice(dims);
-        for (inv, &d) in p.inv_dims.iter_mut().zip(dims) {
-            // Correctly rounded where `divmod` divides in f32 (d below 2^22, exact in f32);
-            // unused elsewhere (a dimension of 0 gives infinity: no element to index).
-            *inv = 1.0 / d as f32;
-        }
-        p.strides_a[..dims.len()].copy_from_slice(strides[0]);
-        p.strides_b[..dims.len()].copy_from_slice(strides[1]);
-        p
-    }
-}
-
-pub(super) fn pad4(n: u64) -> u64 {
-    n.div_ceil(4) * 4
-}
-
-pub(super) fn buffer(d: &wgpu::Device, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
-    d.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: pad4(size.max(4)),
-        usage,
-        mapped_at_creation: false,
-    })
-}
-
-/// The pipeline of `module`'s `main`, with the values of its pipeline constants.
-pub(super) fn compute_pipeline(
-    d: &wgpu::Device,
-    module: &wgpu::ShaderModule,
-    constants: &[(&str, f64)],
-) -> wgpu::ComputePipeline {
-    d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("tensorop"),
-        layout: None,
-        module,
-        entry_point: Some("main"),
-        compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
-        cache: None,
-    })
+/// The time the chunks spent in each stage (upload, compute, download, write), summed over a run.
+#[derive(Default)]
+pub(super) struct ChunkTiming {
+    pub(super) upload: Duration,
+    pub(super) compute: Duration,
+    pub(super) download: Duration,
+    pub(super) write: Duration,
 }
 
 /// One set of per-chunk buffers. Two slots let chunk k+1 be read and uploaded while chunk k is
 /// computed and downloaded.
-pub(super) struct Slot {
+struct Slot {
     params: wgpu::Buffer,
     /// Per-chunk input buffers (`None` where the input is resident).
     inputs: [Option<wgpu::Buffer>; 2],
     out: wgpu::Buffer,
     staging: wgpu::Buffer,
     bind: wgpu::BindGroup,
+}
+
+impl Slot {
+    /// The buffers of one slot for the kernel `desc`, bound as `layout` (`wgsl/params.wgsl`)
+    /// lays them out.
+    fn new(gpu: &Gpu, layout: &wgpu::BindGroupLayout, desc: &KernelDescriptor) -> Slot {
+        use wgpu::BufferUsages as U;
+        let params = gpu.buffer("params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
+        let inputs = [0, 1].map(|i| {
+            desc.resident[i].is_none().then(|| gpu.buffer("input", desc.chunk_bytes[i], U::STORAGE | U::COPY_DST))
+        });
+        let out = gpu.buffer("out", desc.out_bytes, U::STORAGE | U::COPY_SRC);
+        let staging = gpu.buffer("staging", desc.out_bytes, U::MAP_READ | U::COPY_DST);
+        let input = |i: usize| desc.resident[i].or(inputs[i].as_ref()).map(|b| b.as_entire_binding());
+        let (Some(a), Some(b)) = (input(0), input(1)) else { unreachable!("every input has a buffer") };
+        let bind = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("tensorop"),
+            layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: a },
+                wgpu::BindGroupEntry { binding: 2, resource: b },
+                wgpu::BindGroupEntry { binding: 3, resource: out.as_entire_binding() },
+            ],
+        });
+        Slot { params, inputs, out, staging, bind }
+    }
+}
+
+/// What [`Kernel::new`] builds: the WGSL, how its offsets divide, and the buffers of its inputs
+/// and output.
+pub(super) struct KernelDescriptor<'a> {
+    /// The WGSL, with the bindings of `wgsl/params.wgsl` and the entry point `main`: an
+    /// operator's kernel from [`shader::source`](super::shader::source), or a test's.
+    pub(super) source: String,
+    /// Output elements each invocation computes
+    /// ([`shader::elements_per_invocation`](super::shader::elements_per_invocation)): the
+    /// dispatch has one invocation per this many elements of a chunk.
+    pub(super) elements_per_invocation: u32,
+    /// Whether `divmod` divides in f32 (the pipeline constant `FLOAT_DIVISION`), which every
+    /// dimension it divides by must allow
+    /// ([`Layout::float_division`](super::Layout::float_division)).
+    pub(super) float_division: bool,
+    /// Per input, the buffer holding it whole for the run, or `None` where it is uploaded chunk
+    /// by chunk into buffers of the slots.
+    pub(super) resident: [Option<&'a wgpu::Buffer>; 2],
+    /// Per input uploaded chunk by chunk, the bytes of its buffer in each slot (the most one
+    /// chunk uploads); ignored for a resident input.
+    pub(super) chunk_bytes: [u64; 2],
+    /// The bytes of each slot's output and staging buffers (the most one chunk computes).
+    pub(super) out_bytes: u64,
+    /// Sets of per-chunk buffers: two let one chunk be uploaded and downloaded while the other
+    /// is computed; one serves a single dispatch.
+    pub(super) slots: usize,
 }
 
 /// A compiled kernel with its buffers.
@@ -70,71 +90,13 @@ pub(super) struct Kernel {
 }
 
 impl Kernel {
-    /// Compiles the kernel, with `divmod` in f32 where `float_division` (see
-    /// [`Layout::float_division`]); each input is either `resident` (one buffer for the whole
-    /// run) or uploaded per chunk into buffers of `chunk_bytes`; outputs are up to `out_bytes`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        gpu: &Gpu,
-        dtype: DType,
-        sem: crate::op::Semantics,
-        native: Native,
-        float_division: bool,
-        resident: [Option<&wgpu::Buffer>; 2],
-        chunk_bytes: [u64; 2],
-        out_bytes: u64,
-        slots: usize,
-    ) -> Result<Kernel> {
-        let src = shader::source(dtype, sem, native);
-        let per = elements_per_invocation(dtype, native);
-        Ok(Kernel::from_source(gpu, src, per, float_division, resident, chunk_bytes, out_bytes, slots))
-    }
-
-    /// [`new`](Self::new) for any WGSL with the bindings of `wgsl/params.wgsl`, whose
-    /// invocations compute `per` elements each.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn from_source(
-        gpu: &Gpu,
-        src: String,
-        per: u32,
-        float_division: bool,
-        resident: [Option<&wgpu::Buffer>; 2],
-        chunk_bytes: [u64; 2],
-        out_bytes: u64,
-        slots: usize,
-    ) -> Kernel {
-        let d = &gpu.device;
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("tensorop kernel"),
-            source: wgpu::ShaderSource::Wgsl(src.into()),
-        });
-        let pipeline = compute_pipeline(d, &module, &[("FLOAT_DIVISION", f64::from(u8::from(float_division)))]);
-        use wgpu::BufferUsages as U;
+    /// Compiles `desc.source` and creates the buffers of its slots.
+    pub(super) fn new(gpu: &Gpu, desc: &KernelDescriptor) -> Kernel {
+        let constants = [("FLOAT_DIVISION", f64::from(u8::from(desc.float_division)))];
+        let pipeline = gpu.compute_pipeline("tensorop kernel", desc.source.as_str().into(), &constants);
         let layout = pipeline.get_bind_group_layout(0);
-        let slots = (0..slots)
-            .map(|_| {
-                let params = buffer(d, "params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
-                let inputs = [0, 1].map(|i| {
-                    resident[i].is_none().then(|| buffer(d, "input", chunk_bytes[i], U::STORAGE | U::COPY_DST))
-                });
-                let out = buffer(d, "out", out_bytes, U::STORAGE | U::COPY_SRC);
-                let staging = buffer(d, "staging", out_bytes, U::MAP_READ | U::COPY_DST);
-                let input = |i: usize| resident[i].or(inputs[i].as_ref()).map(|b| b.as_entire_binding());
-                let (Some(a), Some(b)) = (input(0), input(1)) else { unreachable!("every input has a buffer") };
-                let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("tensorop"),
-                    layout: &layout,
-                    entries: &[
-                        wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 1, resource: a },
-                        wgpu::BindGroupEntry { binding: 2, resource: b },
-                        wgpu::BindGroupEntry { binding: 3, resource: out.as_entire_binding() },
-                    ],
-                });
-                Slot { params, inputs, out, staging, bind }
-            })
-            .collect();
-        Kernel { pipeline, slots, per }
+        let slots = (0..desc.slots).map(|_| Slot::new(gpu, &layout, desc)).collect();
+        Kernel { pipeline, slots, per: desc.elements_per_invocation }
     }
 
     /// Uploads `params` and the per-chunk `data` into `slot`, then queues the computation of
@@ -153,7 +115,7 @@ impl Kernel {
         gpu.queue.write_buffer(&s.params, 0, bytemuck::bytes_of(params));
         for (data, buf) in data.iter().zip(&s.inputs) {
             if let (Some(data), Some(buf)) = (data, buf) {
-                write_padded(&gpu.queue, buf, data);
+                gpu.write_padded(buf, data);
             }
         }
 
@@ -202,17 +164,5 @@ impl Kernel {
         timing.write += wrote;
         timing.download += t.elapsed().saturating_sub(waited + wrote);
         Ok(())
-    }
-}
-
-pub(super) fn write_padded(queue: &wgpu::Queue, buf: &wgpu::Buffer, data: &[u8]) {
-    let whole = data.len() / 4 * 4;
-    if whole > 0 {
-        queue.write_buffer(buf, 0, &data[..whole]);
-    }
-    if whole < data.len() {
-        let mut tail = [0u8; 4];
-        tail[..data.len() - whole].copy_from_slice(&data[whole..]);
-        queue.write_buffer(buf, whole as u64, &tail);
     }
 }

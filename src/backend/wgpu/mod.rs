@@ -5,39 +5,34 @@
 //! broadcast inputs once; each chunk is computed and downloaded into the same ordered writer the
 //! CPU backend uses, so host memory stays bounded.
 //!
-//! By concern: `device` opens and describes the GPU, `probe` measures what its arithmetic
-//! does, `kernel` compiles kernels and owns their buffers, [`shader`] writes the WGSL,
+//! By concern: [`device`] opens and describes the GPU and makes its buffers and pipelines,
+//! [`probe`] measures what its arithmetic does, [`shader`] decides how each dtype is computed
+//! on it and writes the WGSL, [`kernel`] compiles a kernel and owns its per-chunk buffers,
 //! [`window`] plans the intervals of large broadcast inputs, [`tuning`] holds the settings from
-//! the environment, and this module streams a job through them chunk by chunk ([`run`]).
+//! the environment, and this module lays out a job's chunks and streams them through a kernel
+//! ([`run`]). The rest of the crate sees [`Gpu`], its report ([`DeviceReport`]), [`run`], the
+//! adapter list and [`WgpuTuning`].
 
 mod device;
 mod kernel;
 mod probe;
-pub mod shader;
-pub mod tuning;
-pub mod window;
+mod shader;
+mod tuning;
+mod window;
 
 use crate::backend::{Job, Stats};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use crate::plan::Feed;
+use crate::shape::Iteration;
 use crate::summary::Accumulator;
-use anyhow::{anyhow, bail, Context, Result};
-pub use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
-use kernel::*;
-use serde::Serialize;
-use shader::{elements_per_invocation, Native, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
-use std::cell::OnceCell;
-use std::time::{Duration, Instant};
-pub use tuning::WgpuTuning;
+use anyhow::{anyhow, bail, Result};
+pub(crate) use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
+use kernel::{ChunkTiming, Kernel, KernelDescriptor};
+use shader::{elements_per_invocation, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
+use std::time::Instant;
+pub(crate) use tuning::WgpuTuning;
 
-#[derive(Default)]
-struct ChunkTiming {
-    upload: Duration,
-    compute: Duration,
-    download: Duration,
-    write: Duration,
-}
 /// Host memory for one input's per-chunk data, kept as 8-byte words so that any element type
 /// can be read into it in place (no intermediate copies).
 #[derive(Default)]
@@ -95,13 +90,13 @@ impl Layout {
     }
 
     /// The layout of `iter`'s dimensions and strides, with the rest as given.
-    fn of(iter: &crate::shape::Iteration, wide: bool, chunk: u64, feeds: [Feed; 2]) -> Result<Layout> {
+    fn of(iter: &Iteration, wide: bool, chunk: u64, feeds: [Feed; 2]) -> Result<Layout> {
         let words = |shift: u32| iter.strides.clone().map(|s| s.iter().map(|&x| (x >> shift) as u32).collect());
         Ok(Layout { dims: Layout::dims(iter)?, strides: words(0), strides_hi: words(32), wide, chunk, feeds })
     }
 
     /// The merged dimensions as the uniform block holds them (u32).
-    fn dims(iter: &crate::shape::Iteration) -> Result<Vec<u32>> {
+    fn dims(iter: &Iteration) -> Result<Vec<u32>> {
         if iter.dims.len() > MAX_RANK {
             bail!("the wgpu backend handles up to {MAX_RANK} dimensions after merging; use --backend cpu");
         }
@@ -134,7 +129,7 @@ impl Layout {
     }
 
     /// The uniform block for the chunk of `n` elements at `start`, intervals not yet filled.
-    fn params(&self, iter: &crate::shape::Iteration, start: u64, n: u64) -> Params {
+    fn params(&self, iter: &Iteration, start: u64, n: u64) -> Params {
         let strides = [&self.strides[0][..], &self.strides[1][..]];
         let mut params = Params::zeroed_with(n as u32, start as u32, &self.dims, strides, self.mask(Feed::Streamed));
         params.windowed = self.mask(Feed::Windowed);
@@ -213,7 +208,7 @@ fn read_chunk<'h>(
 /// Runs `job` on `gpu`, handing each finished chunk's bytes, in order, to `write`. Chunk k+1 is
 /// read from the inputs and uploaded while chunk k is computed; chunk k is downloaded and written
 /// while chunk k+1 is computed.
-pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
+pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
     let (total, es) = (job.iter.count(), job.dtype.size() as u64);
     let mut stats = Stats { threads_used: 1, ..Stats::default() };
     if total == 0 {
@@ -228,15 +223,16 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
     let native = gpu.native(job.dtype);
     let kernel = Kernel::new(
         gpu,
-        job.dtype,
-        job.sem,
-        native,
-        layout.float_division(),
-        resident.each_ref().map(Option::as_ref),
-        [chunk * es; 2],
-        chunk * es,
-        2,
-    )?;
+        &KernelDescriptor {
+            source: shader::source(job.dtype, job.sem, native),
+            elements_per_invocation: elements_per_invocation(job.dtype, native),
+            float_division: layout.float_division(),
+            resident: resident.each_ref().map(Option::as_ref),
+            chunk_bytes: [chunk * es; 2],
+            out_bytes: chunk * es,
+            slots: 2,
+        },
+    );
 
     // --stats: the downloaded chunks go through the same summary as the CPU backend's.
     let mut summary = job.stats.then(|| Accumulator::new(job.dtype));
@@ -278,7 +274,9 @@ pub fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::kernel::{ChunkTiming, Kernel, KernelDescriptor};
+    use super::{quiet_driver_probes, shader, Gpu, Layout, WgpuTuning};
+    use crate::plan::Feed;
     use crate::shape::Iteration;
 
     /// A small deterministic generator (the tests need no crate for it).
@@ -294,7 +292,7 @@ mod tests {
     /// The device, or `None` (the test is skipped with a printed reason) where no adapter
     /// exists and `TENSOROP_REQUIRE_GPU` is not `1`.
     fn gpu(test: &str) -> Option<Gpu> {
-        device::quiet_driver_probes();
+        quiet_driver_probes();
         match Gpu::open(&WgpuTuning::default()) {
             Ok(g) => Some(g),
             Err(e) if std::env::var("TENSOROP_REQUIRE_GPU").as_deref() == Ok("1") => {
@@ -322,9 +320,18 @@ mod tests {
             }
         }
         let dummy = gpu.resident_buffer(&[0; 4]);
-        let src = shader::offsets_source();
-        let kernel =
-            Kernel::from_source(gpu, src, 1, layout.float_division(), [Some(&dummy), Some(&dummy)], [0, 0], n * 16, 1);
+        let kernel = Kernel::new(
+            gpu,
+            &KernelDescriptor {
+                source: shader::offsets_source(),
+                elements_per_invocation: 1,
+                float_division: layout.float_division(),
+                resident: [Some(&dummy), Some(&dummy)],
+                chunk_bytes: [0, 0],
+                out_bytes: n * 16,
+                slots: 1,
+            },
+        );
         let mut timing = ChunkTiming::default();
         let idx = kernel.submit(gpu, 0, &params, [None, None], n * 16, &mut timing);
         let mut words = Vec::new();

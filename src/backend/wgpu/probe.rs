@@ -1,18 +1,34 @@
 //! Probes run once on an opened device: whether it flushes float32 subnormals, and whether its
 //! float16 conversions round exactly as the CPU's do (else float16 is emulated).
 
-use super::*;
+use super::device::Gpu;
+use super::kernel::{ChunkTiming, Kernel, KernelDescriptor};
+use super::shader::{self, elements_per_invocation, Native, Params, F16_PROBE, WORKGROUP};
+use crate::dtype::DType;
+use crate::op::{Op, Semantics};
+use anyhow::Result;
 
 impl Gpu {
     /// Runs the float32 `sub` kernel on two subnormals (3 - 1 in units of the smallest one); a
     /// device that flushes returns zero instead of 2.
     pub(super) fn probe_subnormals(&self) -> Result<bool> {
-        let sem = crate::op::Semantics { op: crate::op::Op::Sub, half_precision: false };
+        let sem = Semantics { op: Op::Sub, half_precision: false };
         let a = self.resident_buffer(&3u32.to_le_bytes());
         let b = self.resident_buffer(&1u32.to_le_bytes());
         // The device's own float32 arithmetic, whatever this probe decides.
         let native = Native { f32_subnormals: true, ..Native::default() };
-        let kernel = Kernel::new(self, DType::F32, sem, native, true, [Some(&a), Some(&b)], [0, 0], 4, 1)?;
+        let kernel = Kernel::new(
+            self,
+            &KernelDescriptor {
+                source: shader::source(DType::F32, sem, native),
+                elements_per_invocation: elements_per_invocation(DType::F32, native),
+                float_division: true,
+                resident: [Some(&a), Some(&b)],
+                chunk_bytes: [0, 0],
+                out_bytes: 4,
+                slots: 1,
+            },
+        );
         let mut params = Params::zeroed_with(1, 0, &[1], [&[1], &[1]], 0);
         params.rank = 1;
         let mut out = Vec::new();
@@ -42,18 +58,14 @@ impl Gpu {
         }
         let halves: Vec<u16> = (0..=u16::MAX).collect();
         let d = &self.device;
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("tensorop f16 probe"),
-            source: wgpu::ShaderSource::Wgsl(shader::F16_PROBE.text()),
-        });
-        let pipeline = compute_pipeline(d, &module, &[]);
+        let pipeline = self.compute_pipeline("tensorop f16 probe", F16_PROBE.text(), &[]);
         use wgpu::BufferUsages as U;
         let xb = self.resident_buffer(bytemuck::cast_slice(&x));
         let hb = self.resident_buffer(bytemuck::cast_slice(&halves));
         let (ylen, zlen) = (x.len() as u64 * 2, halves.len() as u64 * 4);
-        let yb = buffer(d, "y", ylen, U::STORAGE | U::COPY_SRC);
-        let zb = buffer(d, "z", zlen, U::STORAGE | U::COPY_SRC);
-        let staging = buffer(d, "staging", ylen + zlen, U::MAP_READ | U::COPY_DST);
+        let yb = self.buffer("y", ylen, U::STORAGE | U::COPY_SRC);
+        let zb = self.buffer("z", zlen, U::STORAGE | U::COPY_SRC);
+        let staging = self.buffer("staging", ylen + zlen, U::MAP_READ | U::COPY_DST);
         let bind = d.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("tensorop f16 probe"),
             layout: &pipeline.get_bind_group_layout(0),

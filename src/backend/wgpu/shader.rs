@@ -21,74 +21,101 @@
 //! and one generated function, `op`, which is the operator's [`Formula`] evaluated over WGSL
 //! text: the same definition the CPU kernels compile, so a kernel cannot compute a different
 //! operator than the CPU. Parts refer to each other only by the names listed in their headers.
+//!
+//! Which storage and arithmetic a dtype gets with the device's features ([`Native`]), and so
+//! whether its kernel uses or emulates a capability, is decided in one place, [`Recipe::of`]:
+//! the composition follows it and so does the device's report. The uniform block is declared
+//! here too, as [`Params`], member for member as `params.wgsl` declares it.
 
 use crate::dtype::DType;
 use crate::op::{Formula, Semantics, Steps};
 
 /// The most dimensions the uniform block holds (the largest rank any level accepts, `none`'s 32).
-pub const MAX_RANK: usize = 32;
+pub(super) const MAX_RANK: usize = 32;
 
 /// Invocations per workgroup.
-pub const WORKGROUP: u32 = 256;
+pub(super) const WORKGROUP: u32 = 256;
 
 /// The most input intervals one chunk of a windowed input may need (`2 * rank + 1`, rounded up).
-pub const MAX_INTERVALS: usize = 2 * MAX_RANK + 4;
+pub(super) const MAX_INTERVALS: usize = 2 * MAX_RANK + 4;
 
 /// Optional shader features the kernels use natively.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Native {
+pub(super) struct Native {
     /// SHADER_F16 (and the device's conversions passed the probe).
-    pub f16: bool,
+    pub(super) f16: bool,
     /// SHADER_INT64.
-    pub int64: bool,
+    pub(super) int64: bool,
     /// SHADER_F64.
-    pub f64: bool,
+    pub(super) f64: bool,
     /// The device keeps float32 subnormals (its probe found no flushing); else float32
     /// subtraction and multiplication go through `float32_exact.wgsl`.
-    pub f32_subnormals: bool,
+    pub(super) f32_subnormals: bool,
     /// `float32_exact.wgsl` flushes subnormals itself, as a flushing device would
     /// (`TENSOROP_WGPU_EMULATE=1`): any device then tests its bounds.
-    pub flush_model: bool,
+    pub(super) flush_model: bool,
 }
 
 /// The uniform block, as the host fills it (3104 bytes): `Params` in `wgsl/params.wgsl`, member
 /// for member, which the tests check by reflection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Params {
+pub(super) struct Params {
     /// Elements in this chunk.
-    pub n: u32,
+    pub(super) n: u32,
     /// Flat output index of the chunk's first element.
-    pub base: u32,
-    pub rank: u32,
+    pub(super) base: u32,
+    pub(super) rank: u32,
     /// Bit i set: input i is uploaded per chunk in output order (index = position in chunk).
-    pub chunk_local: u32,
+    pub(super) chunk_local: u32,
     /// Bit i set: input i is uploaded per chunk as the intervals in `intervals[i]`.
-    pub windowed: u32,
+    pub(super) windowed: u32,
     /// 1: offsets are computed in 64 bits from `base_coords` (outputs of 2^32 elements or more).
-    pub wide: u32,
+    pub(super) wide: u32,
     /// Number of intervals used in `intervals[i]`.
-    pub interval_count: [u32; 2],
-    pub dims: [u32; MAX_RANK],
+    pub(super) interval_count: [u32; 2],
+    pub(super) dims: [u32; MAX_RANK],
     /// `1 / dims[k]` in f32, correctly rounded (for the division in `divmod`).
-    pub inv_dims: [f32; MAX_RANK],
+    pub(super) inv_dims: [f32; MAX_RANK],
     /// Low words of the element strides.
-    pub strides_a: [u32; MAX_RANK],
-    pub strides_b: [u32; MAX_RANK],
+    pub(super) strides_a: [u32; MAX_RANK],
+    pub(super) strides_b: [u32; MAX_RANK],
     /// With `wide`: the multi-index of the chunk's first element.
-    pub base_coords: [u32; MAX_RANK],
+    pub(super) base_coords: [u32; MAX_RANK],
     /// With `wide`: high words of the element strides.
-    pub strides_hi: [[u32; MAX_RANK]; 2],
+    pub(super) strides_hi: [[u32; MAX_RANK]; 2],
     /// Per input: `(first input offset, low and high word; position in the uploaded buffer;
     /// unused)`, sorted.
-    pub intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
+    pub(super) intervals: [[[u32; 4]; MAX_INTERVALS]; 2],
+}
+
+impl Params {
+    /// The block for the chunk of `n` elements at flat index `base` over `dims` (with their
+    /// reciprocals), the inputs' element strides (low words) and the `chunk_local` mask; every
+    /// other member zero.
+    pub(super) fn zeroed_with(n: u32, base: u32, dims: &[u32], strides: [&[u32]; 2], chunk_local: u32) -> Params {
+        let mut p: Params = bytemuck::Zeroable::zeroed();
+        p.n = n;
+        p.base = base;
+        p.rank = dims.len() as u32;
+        p.chunk_local = chunk_local;
+        p.dims[..dims.len()].copy_from_slice(dims);
+        for (inv, &d) in p.inv_dims.iter_mut().zip(dims) {
+            // Correctly rounded where `divmod` divides in f32 (d below 2^22, exact in f32);
+            // unused elsewhere (a dimension of 0 gives infinity: no element to index).
+            *inv = 1.0 / d as f32;
+        }
+        p.strides_a[..dims.len()].copy_from_slice(strides[0]);
+        p.strides_b[..dims.len()].copy_from_slice(strides[1]);
+        p
+    }
 }
 
 /// One file of `wgsl/`, compiled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Part {
+pub(super) struct Part {
     /// The file's name in `wgsl/`.
-    pub file: &'static str,
+    file: &'static str,
     text: &'static str,
 }
 
@@ -103,7 +130,7 @@ impl Part {
     /// The WGSL text. Built with the `wgsl-mutants` feature (for the shader mutation runner,
     /// docs/testing.md), a file of the same name in the directory `TENSOROP_WGSL_DIR` replaces
     /// the compiled-in text; release builds never read shaders from disk.
-    pub fn text(self) -> std::borrow::Cow<'static, str> {
+    pub(super) fn text(self) -> std::borrow::Cow<'static, str> {
         #[cfg(feature = "wgsl-mutants")]
         if let Some(dir) = std::env::var_os("TENSOROP_WGSL_DIR") {
             if let Ok(text) = std::fs::read_to_string(std::path::Path::new(&dir).join(self.file)) {
@@ -148,48 +175,106 @@ impl Storage {
     }
 }
 
-/// Arithmetic parts: element conversions and rounding, and the primitive steps.
+// The arithmetic parts: element conversions to and from `Wide` and rounding, then the steps.
+
+/// Conversions where `Wide` is the element type.
 const IDENTITY: Part = wgsl!("identity.wgsl");
+/// The steps with WGSL's own operators.
 const NATIVE_STEPS: Part = wgsl!("native_steps.wgsl");
 /// float16 <-> float32 in integer operations: the emulated float16 conversions, and every float16
 /// kernel's intermediate rounding.
 const F16_BITS: Part = wgsl!("float16_bits.wgsl");
 
-/// How a kernel computes for one dtype with the device's native features: its storage, the
-/// arithmetic type `Wide`, and the arithmetic parts. Without a feature the dtype is emulated on
-/// `u32` words (float64: `float64_words.wgsl`, IEEE binary64 in integer operations).
-fn kind(dtype: DType, native: Native) -> (Storage, &'static str, &'static [Part]) {
-    use DType::*;
-    let u32_word = Storage::Direct { word: "u32" };
-    const WRAPPING: &[Part] = &[IDENTITY, NATIVE_STEPS];
-    match dtype {
-        I8 | U8 => (Storage::Packed { lanes: 4 }, "u32", WRAPPING),
-        I16 | U16 => (Storage::Packed { lanes: 2 }, "u32", WRAPPING),
-        I32 | U32 => (u32_word, "u32", WRAPPING),
-        I64 | U64 if native.int64 => (Storage::Direct { word: "u64" }, "u64", WRAPPING),
-        I64 | U64 => (Storage::Words64, "vec2<u32>", &[IDENTITY, wgsl!("int64_words.wgsl")]),
-        F16 if native.f16 => (Storage::Direct { word: "f16" }, "f32", &[wgsl!("float16.wgsl"), F16_BITS, NATIVE_STEPS]),
-        F16 => (Storage::Packed { lanes: 2 }, "f32", &[wgsl!("float16_packed.wgsl"), F16_BITS, NATIVE_STEPS]),
-        F32 if native.f32_subnormals => (u32_word, "f32", &[wgsl!("float32_bits.wgsl"), NATIVE_STEPS]),
-        F32 => (u32_word, "u32", &[IDENTITY, wgsl!("float32_exact.wgsl")]),
-        F64 if native.f64 => (Storage::Direct { word: "f64" }, "f64", WRAPPING),
-        F64 => (Storage::Words64, "vec2<u32>", &[IDENTITY, wgsl!("float64_words.wgsl")]),
+/// The element's own type with WGSL's operators: wrapping integers, the device's float64.
+const WRAPPING: &[Part] = &[IDENTITY, NATIVE_STEPS];
+/// 64-bit integers on `vec2<u32>` words.
+const INT64_WORDS: &[Part] = &[IDENTITY, wgsl!("int64_words.wgsl")];
+/// float16 in the device's `f16`, computed in float32 and rounded as the CPU rounds.
+const FLOAT16: &[Part] = &[wgsl!("float16.wgsl"), F16_BITS, NATIVE_STEPS];
+/// float16 on its bits, computed in float32, converted in integer operations.
+const FLOAT16_PACKED: &[Part] = &[wgsl!("float16_packed.wgsl"), F16_BITS, NATIVE_STEPS];
+/// float32 on its bits with the device's IEEE operations (a device that keeps subnormals).
+const FLOAT32_BITS: &[Part] = &[wgsl!("float32_bits.wgsl"), NATIVE_STEPS];
+/// float32 on its bits, exact on a device that flushes subnormals (flushing them itself with
+/// `FLUSH`).
+const FLOAT32_EXACT: &[Part] = &[IDENTITY, wgsl!("float32_exact.wgsl")];
+/// IEEE binary64 in integer operations on `vec2<u32>` words.
+const FLOAT64_WORDS: &[Part] = &[IDENTITY, wgsl!("float64_words.wgsl")];
+
+// The names the report and `tensorop devices` give the capabilities kernels may need.
+pub(super) const SHADER_F16: &str = "SHADER_F16";
+pub(super) const SHADER_I16: &str = "SHADER_I16";
+pub(super) const SHADER_INT64: &str = "SHADER_INT64";
+pub(super) const SHADER_F64: &str = "SHADER_F64";
+const EIGHT_BIT_INTEGERS: &str = "8-bit integers (no wgpu feature)";
+const FLOAT32_SUBNORMALS: &str = "float32 subnormals (no wgpu feature)";
+
+/// Whether a dtype's kernel depends on a capability beyond WGSL's core types and, if so, whether
+/// it has it from the device: what the report lists under `features_native` or
+/// `features_emulated`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Capability {
+    /// WGSL's core types and operations are enough.
+    Core,
+    /// The kernel uses the device's named feature.
+    Uses(&'static str),
+    /// The kernel emulates the named capability in 32-bit integer operations: a wgpu feature the
+    /// device lacks (or WGSL cannot use), or one wgpu has no feature for.
+    Emulates(&'static str),
+}
+
+/// How the kernels compute one dtype on one device, decided in one place ([`Recipe::of`]): the
+/// storage of its elements, the arithmetic type `Wide` and parts, and the capability that takes.
+/// The WGSL ([`source`]) and the device report (`Gpu::report`) both follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Recipe {
+    storage: Storage,
+    /// The arithmetic type `Wide`, in WGSL.
+    wide: &'static str,
+    /// Element conversions and rounding, then the steps, after the storage parts.
+    arith: &'static [Part],
+    pub(super) capability: Capability,
+}
+
+impl Recipe {
+    /// The recipe for `dtype` with the device's `native` features. Without a feature the dtype
+    /// is emulated on `u32` words.
+    pub(super) fn of(dtype: DType, native: Native) -> Recipe {
+        use Capability::{Core, Emulates, Uses};
+        use DType::*;
+        use Storage::{Direct, Packed, Words64};
+        const U32_WORD: Storage = Direct { word: "u32" };
+        let (storage, wide, arith, capability) = match dtype {
+            // WGSL has no 8- or 16-bit integer types, whatever the device offers.
+            I8 | U8 => (Packed { lanes: 4 }, "u32", WRAPPING, Emulates(EIGHT_BIT_INTEGERS)),
+            I16 | U16 => (Packed { lanes: 2 }, "u32", WRAPPING, Emulates(SHADER_I16)),
+            I32 | U32 => (U32_WORD, "u32", WRAPPING, Core),
+            I64 | U64 if native.int64 => (Direct { word: "u64" }, "u64", WRAPPING, Uses(SHADER_INT64)),
+            I64 | U64 => (Words64, "vec2<u32>", INT64_WORDS, Emulates(SHADER_INT64)),
+            F16 if native.f16 => (Direct { word: "f16" }, "f32", FLOAT16, Uses(SHADER_F16)),
+            F16 => (Packed { lanes: 2 }, "f32", FLOAT16_PACKED, Emulates(SHADER_F16)),
+            F32 if native.f32_subnormals => (U32_WORD, "f32", FLOAT32_BITS, Core),
+            F32 => (U32_WORD, "u32", FLOAT32_EXACT, Emulates(FLOAT32_SUBNORMALS)),
+            F64 if native.f64 => (Direct { word: "f64" }, "f64", WRAPPING, Uses(SHADER_F64)),
+            F64 => (Words64, "vec2<u32>", FLOAT64_WORDS, Emulates(SHADER_F64)),
+        };
+        Recipe { storage, wide, arith, capability }
     }
 }
 
 /// Output elements each invocation computes.
-pub fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
-    match kind(dtype, native) {
-        (Storage::Packed { lanes }, _, _) => lanes,
-        _ => 1,
+pub(super) fn elements_per_invocation(dtype: DType, native: Native) -> u32 {
+    match Recipe::of(dtype, native).storage {
+        Storage::Packed { lanes } => lanes,
+        Storage::Direct { .. } | Storage::Words64 => 1,
     }
 }
 
 /// The WGSL source of the kernel for `dtype` and `sem` with the `native` features: the prelude,
 /// the shared part, the storage parts, the arithmetic part and `op`, in that order (WGSL
 /// declarations may be used before they appear, so only `enable` has to come first).
-pub fn source(dtype: DType, sem: Semantics, native: Native) -> String {
-    let (storage, wide, arith) = kind(dtype, native);
+pub(super) fn source(dtype: DType, sem: Semantics, native: Native) -> String {
+    let Recipe { storage, wide, arith, .. } = Recipe::of(dtype, native);
     let (word, elem) = storage.types();
     let mut src = String::new();
     if word == "f16" {
@@ -260,11 +345,13 @@ fn op_function(formula: Formula) -> String {
 
 /// The probe for native float16: `Y[i] = f16(X[i])` and `Z[i] = f32(H[i])`, compared on the
 /// host with the CPU's exact conversions.
-pub const F16_PROBE: Part = wgsl!("probe_f16.wgsl");
+pub(super) const F16_PROBE: Part = wgsl!("probe_f16.wgsl");
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{op_function, source, Native, Params, F16_PROBE};
+    use crate::dtype::DType;
+    use crate::op::{Formula, Op, Semantics};
 
     fn validate(src: &str, what: &str) {
         let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
@@ -275,8 +362,6 @@ mod tests {
             .validate(&module)
             .unwrap_or_else(|e| panic!("{what}: {e:?}"));
     }
-
-    use crate::op::Op;
 
     #[test]
     fn every_supported_kernel_is_valid_wgsl() {

@@ -6,38 +6,39 @@ use crate::plan::RESIDENT_BYTES;
 use anyhow::{bail, Result};
 
 /// Selects the wgpu API: `vulkan`, `metal`, `dx12` or `gl`.
-pub const BACKEND_ENV: &str = "TENSOROP_WGPU_BACKEND";
-/// `1`: ignore the adapter's optional shader features, as on a device that has none (float64,
-/// the one dtype that needs one, is then refused).
-pub const EMULATE_ENV: &str = "TENSOROP_WGPU_EMULATE";
+const BACKEND_ENV: &str = "TENSOROP_WGPU_BACKEND";
+/// `1`: ignore the adapter's optional shader features, as on a device that has none, and take
+/// the float32 path of devices that flush subnormals, flushing them as such a device does: tests
+/// use it to reach every emulated path.
+const EMULATE_ENV: &str = "TENSOROP_WGPU_EMULATE";
 /// `1`: take the 64-bit offset path of outputs of 2^32 elements or more on any output.
-pub const WIDE_ENV: &str = "TENSOROP_WGPU_WIDE";
+const WIDE_ENV: &str = "TENSOROP_WGPU_WIDE";
 /// Bytes: the largest output chunk per dispatch (default [`MAX_CHUNK_BYTES`]).
-pub const CHUNK_ENV: &str = "TENSOROP_WGPU_CHUNK_BYTES";
+const CHUNK_ENV: &str = "TENSOROP_WGPU_CHUNK_BYTES";
 /// Bytes: broadcast inputs up to this size are uploaded once, larger ones stream in windows
 /// (default [`RESIDENT_BYTES`]).
-pub const RESIDENT_ENV: &str = "TENSOROP_WGPU_RESIDENT_BYTES";
+const RESIDENT_ENV: &str = "TENSOROP_WGPU_RESIDENT_BYTES";
 
 /// Workgroups: the most per dispatch dimension (default, and at most, the device's limit), so
 /// that small tests reach the two-dimensional dispatch of large chunks.
-pub const GROUPS_ENV: &str = "TENSOROP_WGPU_MAX_GROUPS";
+const GROUPS_ENV: &str = "TENSOROP_WGPU_MAX_GROUPS";
 
 /// Largest chunk of output per dispatch, whatever the device allows: bounds host memory.
-pub const MAX_CHUNK_BYTES: u64 = 4 << 20;
+const MAX_CHUNK_BYTES: u64 = 4 << 20;
 
 /// How the wgpu backend is set up and chunks its work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WgpuTuning {
     /// The API adapters are requested from.
-    pub api: wgpu::Backends,
+    pub(super) api: wgpu::Backends,
     /// Use no optional shader feature.
-    pub emulate: bool,
+    pub(super) emulate: bool,
     /// Force the 64-bit offset path.
-    pub wide: bool,
-    pub chunk_bytes: u64,
-    pub resident_bytes: u64,
+    pub(super) wide: bool,
+    pub(crate) chunk_bytes: u64,
+    pub(super) resident_bytes: u64,
     /// Cap on workgroups per dispatch dimension.
-    pub max_groups: u32,
+    pub(super) max_groups: u32,
 }
 
 impl Default for WgpuTuning {
@@ -56,13 +57,13 @@ impl Default for WgpuTuning {
 
 impl WgpuTuning {
     /// From the process environment.
-    pub fn from_env() -> Result<WgpuTuning> {
+    pub(crate) fn from_env() -> Result<WgpuTuning> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// From `get` (a variable's value, or `None` when unset). A value that means nothing is an
     /// error naming the variable and what it accepts; unset and empty mean the default.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<WgpuTuning> {
+    pub(crate) fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<WgpuTuning> {
         let value = |name: &str| get(name).filter(|v| !v.is_empty());
         let d = WgpuTuning::default();
         let api = match value(BACKEND_ENV).as_deref() {
@@ -116,7 +117,8 @@ fn platform_api() -> wgpu::Backends {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{WgpuTuning, BACKEND_ENV, CHUNK_ENV, EMULATE_ENV, GROUPS_ENV, RESIDENT_ENV, WIDE_ENV};
+    use anyhow::Result;
 
     fn with(vars: &[(&str, &str)]) -> Result<WgpuTuning> {
         WgpuTuning::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))

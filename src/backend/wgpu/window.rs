@@ -9,7 +9,7 @@
 /// Inclusive intervals `(first, last)` of input element offsets that output positions
 /// `[start, end)` read, through an input with element `strides` over the iteration `dims`;
 /// sorted, disjoint and not adjacent. Empty when `start >= end`.
-pub fn intervals(dims: &[u64], strides: &[u64], start: u64, end: u64) -> Vec<(u64, u64)> {
+pub(super) fn intervals(dims: &[u64], strides: &[u64], start: u64, end: u64) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     if start < end {
         boxes(dims, strides, start, end, 0, &mut out);
@@ -26,7 +26,7 @@ pub fn intervals(dims: &[u64], strides: &[u64], start: u64, end: u64) -> Vec<(u6
 }
 
 /// Total elements in `intervals`.
-pub fn total(intervals: &[(u64, u64)]) -> u64 {
+pub(super) fn total(intervals: &[(u64, u64)]) -> u64 {
     intervals.iter().map(|(lo, hi)| hi - lo + 1).sum()
 }
 
@@ -62,7 +62,7 @@ fn boxes(dims: &[u64], strides: &[u64], start: u64, end: u64, base: u64, out: &m
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{intervals, total};
 
     /// Every offset the positions read, by brute force.
     fn touched(dims: &[u64], strides: &[u64], start: u64, end: u64) -> Vec<u64> {
