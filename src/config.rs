@@ -37,7 +37,7 @@ pub struct Config {
     pub report: Option<Destination>,
     pub dry_run: bool,
     /// `--stats`: summarise the result.
-    pub stats: bool,
+    pub summarise: bool,
     /// How the output and the report are written: `--fsync`, and unnamed temporary files
     /// unless `TENSOROP_NAMED_TEMPFILES=1`.
     pub writing: Writing,
@@ -115,7 +115,7 @@ impl Config {
             backend,
             report,
             dry_run: args.dry_run,
-            stats: args.stats,
+            summarise: args.stats,
             writing: Writing { durable: args.fsync, unnamed: env(NAMED_TEMPFILES_ENV).as_deref() != Some("1") },
             quiet,
             threads,

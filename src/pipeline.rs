@@ -4,7 +4,7 @@
 //! from the trace and the outcome at the end, whatever happened, and the outcome maps to an exit
 //! status.
 
-use crate::backend::{self, wgpu::DeviceReport, BackendKind, Emit, Job, Positional, Stats};
+use crate::backend::{self, wgpu::DeviceReport, BackendKind, BusyTimes, Emit, Job, Positional};
 use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
@@ -103,8 +103,10 @@ struct Trace {
     device: Option<(DeviceReport, Duration)>,
     /// Header and data bytes handed to the output, also when the run failed part way.
     bytes_written: u64,
-    /// The backend's busy times, when it finished.
-    stats: Option<Stats>,
+    /// The threads the backend computed on, when it finished.
+    threads_used: Option<usize>,
+    /// Where the backend's time went, when it finished.
+    busy: Option<BusyTimes>,
     /// Wall time of the streaming stage, when the output was committed.
     execute: Option<Duration>,
     /// `--stats`: the summary of a committed output.
@@ -165,43 +167,18 @@ fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Vec<NpyInput>> {
 /// Opens the output, makes the planned C-order copies, starts the backend and streams the
 /// result into the output, then commits it.
 fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) -> Result<()> {
-    // Before any work, the output is opened: what its path names is decided here, once, and an
-    // output file its filesystem cannot hold is refused now, not after minutes of writing (the
-    // feature levels cap outputs at 2^32 - 1 elements, `none` does not).
-    let out_label = cfg.output.label();
-    let write_ctx = || format!("output {out_label}");
-    let mut sink = Sink::open(&cfg.output, cfg.writing).with_context(write_ctx)?;
-    trace.staging = Some(sink.staging());
-    trace.leftovers = sink.removed_leftovers().to_vec();
-    note_leftovers(cfg, &cfg.output, &sink);
-    if let Some(dir) = sink.replace_dir() {
-        check_free_space(&out_label, dir, plan.output_bytes())?;
-    }
+    let mut sink = open_output(cfg, plan, trace)?;
     let t = Instant::now();
     let copies = c_order_copies(plan, given)?;
     let inputs = [0, 1].map(|i| copies[i].as_ref().unwrap_or(given[i]));
     trace.read += t.elapsed();
-    // The GPU is opened only now: never for --help, usage errors, failed checks or dry runs.
-    let gpu = match cfg.backend {
-        BackendKind::Cpu => None,
-        BackendKind::Wgpu => {
-            let gpu = backend::wgpu::Gpu::open(&cfg.wgpu)?;
-            trace.device = Some((gpu.report(plan.dtype), gpu.init_time));
-            Some(gpu)
-        }
-    };
+    let gpu = open_device(cfg, plan, trace)?;
     let iter = plan.iteration(inputs);
     let feeds = Plan::feeds(&iter, inputs, gpu.as_ref().map_or(RESIDENT_BYTES, |g| g.resident_limit()));
-    // A file output on the CPU backend is written in place by the workers, each chunk at its
-    // offset, into space reserved now; other targets (and the GPU's chunks) go in order.
-    let in_place = match (&gpu, sink.positional()) {
-        (None, Some(file)) => {
-            let file = file.try_clone().with_context(write_ctx)?;
-            crate::sys::preallocate(&file, plan.output_bytes())
-                .with_context(|| format!("output {out_label}: cannot reserve {} bytes", plan.output_bytes()))?;
-            Some(file)
-        }
-        _ => None,
+    let out_label = cfg.output.label();
+    let in_place = match gpu {
+        None => reserve_in_place(&sink, plan, &out_label)?,
+        Some(_) => None,
     };
     let positional =
         in_place.as_ref().map(|file| Positional { file, offset: plan.header.len() as u64, label: &out_label });
@@ -212,11 +189,69 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
         inputs,
         feeds,
         threads: cfg.threads,
-        stats: cfg.stats,
+        summarise: cfg.summarise,
         positional,
     };
-
     let t = Instant::now();
+    let ran = stream(cfg, plan, &job, gpu.as_ref(), &mut sink, trace)?;
+    trace.synced = sink.commit().with_context(|| format!("output {out_label}"))?;
+    trace.execute = Some(t.elapsed());
+    trace.summary = ran.summary.as_ref().map(|a| a.finish());
+    trace.threads_used = Some(ran.threads_used);
+    trace.busy = Some(ran.busy);
+    Ok(())
+}
+
+/// Opens the output before any work: what its path names is decided here, once, and an output
+/// file its filesystem cannot hold is refused now, not after minutes of writing (the feature
+/// levels cap outputs at 2^32 - 1 elements, `none` does not).
+fn open_output(cfg: &Config, plan: &Plan, trace: &mut Trace) -> Result<Sink> {
+    let out_label = cfg.output.label();
+    let sink = Sink::open(&cfg.output, cfg.writing).with_context(|| format!("output {out_label}"))?;
+    trace.staging = Some(sink.staging());
+    trace.leftovers = sink.removed_leftovers().to_vec();
+    note_leftovers(cfg, &cfg.output, &sink);
+    if let Some(dir) = sink.replace_dir() {
+        check_free_space(&out_label, dir, plan.output_bytes())?;
+    }
+    Ok(sink)
+}
+
+/// The GPU, with `--backend wgpu`. It is opened only now: never for `--help`, usage errors,
+/// failed checks or dry runs.
+fn open_device(cfg: &Config, plan: &Plan, trace: &mut Trace) -> Result<Option<backend::wgpu::Gpu>> {
+    match cfg.backend {
+        BackendKind::Cpu => Ok(None),
+        BackendKind::Wgpu => {
+            let gpu = backend::wgpu::Gpu::open(&cfg.wgpu)?;
+            trace.device = Some((gpu.report(plan.dtype), gpu.init_time));
+            Ok(Some(gpu))
+        }
+    }
+}
+
+/// A file output on the CPU backend is written in place by the workers, each chunk at its
+/// offset, into space reserved now; `None` for other targets, which get the chunks in order.
+fn reserve_in_place(sink: &Sink, plan: &Plan, out_label: &str) -> Result<Option<std::fs::File>> {
+    let Some(file) = sink.positional() else { return Ok(None) };
+    let file = file.try_clone().with_context(|| format!("output {out_label}"))?;
+    crate::sys::preallocate(&file, plan.output_bytes())
+        .with_context(|| format!("output {out_label}: cannot reserve {} bytes", plan.output_bytes()))?;
+    Ok(Some(file))
+}
+
+/// Writes the header, then runs the backend with the sink as its output, counting the bytes and
+/// showing the progress.
+fn stream(
+    cfg: &Config,
+    plan: &Plan,
+    job: &Job,
+    gpu: Option<&backend::wgpu::Gpu>,
+    sink: &mut Sink,
+    trace: &mut Trace,
+) -> Result<backend::Ran> {
+    let out_label = cfg.output.label();
+    let write_ctx = || format!("output {out_label}");
     sink.write(&plan.header).with_context(write_ctx)?;
     trace.bytes_written = plan.header.len() as u64;
     let mut progress = Progress::new(cfg.progress, plan.data_bytes);
@@ -234,17 +269,13 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
         progress.set(data_written);
         Ok(())
     };
-    let result = match &gpu {
-        None => backend::cpu::run(&job, &mut write),
-        Some(gpu) => backend::wgpu::run(gpu, &job, &mut |bytes| write(Emit::Bytes(bytes))),
+    let result = match gpu {
+        None => backend::cpu::run(job, &mut write),
+        Some(gpu) => backend::wgpu::run(gpu, job, &mut |bytes| write(Emit::Bytes(bytes))),
     };
     progress.finish();
     trace.bytes_written += data_written;
-    trace.stats = Some(result?);
-    trace.synced = sink.commit().with_context(write_ctx)?;
-    trace.execute = Some(t.elapsed());
-    trace.summary = trace.stats.as_ref().and_then(|s| s.summary.as_ref()).map(|a| a.finish());
-    Ok(())
+    result
 }
 
 /// The C-order copies the plan asks for, made now (see [`crate::npy::fortran`]); smaller
@@ -279,7 +310,7 @@ impl Trace {
         let checks = self.validation.as_ref().map(|v| v.checks.clone()).unwrap_or_default();
         let committed = self.execute.is_some();
         let gpu = cfg.backend == BackendKind::Wgpu;
-        let stats = self.stats.clone().unwrap_or_default();
+        let busy = self.busy.unwrap_or_default();
         let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
         let summary = if status == RunStatus::Ok { self.summary.clone() } else { None };
         Report {
@@ -314,22 +345,23 @@ impl Trace {
                 name: cfg.backend.name(),
                 device: self.device.as_ref().map(|d| d.0.clone()),
                 threads: (!gpu).then_some(cfg.threads),
-                threads_used: self.stats.as_ref().filter(|_| committed && !gpu).map(|s| s.threads_used),
+                threads_used: self.threads_used.filter(|_| committed && !gpu),
             },
             elements: self.plan.as_ref().map_or(0, |p| p.elements),
             bytes_read: self.bytes_read,
             bytes_written: self.bytes_written,
             dry_run: cfg.dry_run,
             timings_ms: Timings {
-                read: ms(self.read + if committed { stats.read } else { Duration::ZERO }),
+                read: ms(self.read + if committed { busy.read } else { Duration::ZERO }),
                 validate: ms(self.validate),
-                compute: if committed { ms(stats.compute) } else { 0.0 },
-                write: if committed { ms(stats.write) } else { 0.0 },
+                compute: if committed { ms(busy.compute) } else { 0.0 },
+                write: if committed { ms(busy.write) } else { 0.0 },
                 execute: self.execute.map_or(0.0, ms),
                 total: ms(total),
                 init: self.device.as_ref().map(|d| ms(d.1)),
-                upload: (gpu && committed).then(|| ms(stats.upload)),
-                download: (gpu && committed).then(|| ms(stats.download)),
+                upload: (gpu && committed).then(|| ms(busy.upload)),
+                download: (gpu && committed).then(|| ms(busy.download)),
+                summarise: (cfg.summarise && committed).then(|| ms(busy.summarise)),
             },
         }
     }

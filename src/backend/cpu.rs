@@ -6,7 +6,7 @@
 //! output order are loaded whole (large Fortran-order inputs arrive here already copied in C
 //! order, see [`crate::npy::fortran`]).
 
-use crate::backend::{Emit, Job, Positional, Stats};
+use crate::backend::{BusyTimes, Emit, Job, Positional, Ran};
 use crate::dtype::to_little_endian;
 use crate::npy::input::NpyInput;
 use crate::op::{Arith, Operand, Semantics};
@@ -33,16 +33,16 @@ const PROGRESS_TICK: Duration = Duration::from_millis(50);
 
 /// The callback a run hands its output to: each finished chunk's bytes in order, or, with a
 /// positional output, how many more bytes the workers wrote in place.
-type Out<'w> = dyn FnMut(Emit<'_>) -> Result<()> + 'w;
+type EmitFn<'w> = dyn FnMut(Emit<'_>) -> Result<()> + 'w;
 
 /// Runs `job`, handing each finished chunk's bytes, in order, to `write` (with a positional
 /// output: the count of bytes written in place).
-pub fn run(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
+pub fn run(job: &Job, write: &mut EmitFn<'_>) -> Result<Ran> {
     crate::with_dtype!(job.dtype, T => run_typed::<T>(job, write))
 }
 
 /// Where a worker finds an input's elements.
-enum Source<'a, T> {
+enum Elements<'a, T> {
     /// The whole input, in storage order, shared by all workers.
     Resident(&'a [T]),
     /// A window of the input file, refilled by positional reads as the worker moves on.
@@ -51,7 +51,7 @@ enum Source<'a, T> {
 
 /// One worker's view of one input: its source and a gather buffer for strided runs.
 struct Reader<'a, T> {
-    src: Source<'a, T>,
+    src: Elements<'a, T>,
     gather: Vec<T>,
     read_time: Duration,
 }
@@ -59,7 +59,7 @@ struct Reader<'a, T> {
 impl<T: Arith> Reader<'_, T> {
     /// Makes sure elements `[off, off + n)` are available (a window is refilled if not).
     fn ensure(&mut self, off: u64, n: usize) -> Result<()> {
-        if let Source::Window { input, total, buf, lo, len } = &mut self.src {
+        if let Elements::Window { input, total, buf, lo, len } = &mut self.src {
             if off < *lo || off + n as u64 > *lo + *len as u64 {
                 let take = (buf.capacity().max(n) as u64).min(*total - off) as usize;
                 buf.resize(take, T::zeroed());
@@ -87,8 +87,8 @@ impl<T: Arith> Reader<'_, T> {
         let span = if stride == 0 { 1 } else { ((n as u64 - 1) * stride + 1) as usize };
         self.ensure(off, span)?;
         let (data, base): (&[T], u64) = match &self.src {
-            Source::Resident(d) => (d, 0),
-            Source::Window { buf, lo, len, .. } => (&buf[..*len], *lo),
+            Elements::Resident(d) => (d, 0),
+            Elements::Window { buf, lo, len, .. } => (&buf[..*len], *lo),
         };
         let at = (off - base) as usize;
         Ok(match stride {
@@ -109,6 +109,8 @@ struct Worker<'a, T> {
     iter: &'a Iteration,
     readers: [Reader<'a, T>; 2],
     compute_time: Duration,
+    /// With `--stats`: time spent adding chunks to the summary.
+    summarise_time: Duration,
     /// Positional output: time in this worker's writes.
     write_time: Duration,
     /// With `--stats`: this worker's summary of the chunks it computed.
@@ -121,7 +123,7 @@ impl<T: Arith> Worker<'_, T> {
         let it = self.iter;
         let last = it.dims.len() - 1;
         let inner = it.dims[last];
-        let gatherable = |i: usize| it.is_identity(i) || matches!(self.readers[i].src, Source::Resident(_));
+        let gatherable = |i: usize| it.is_identity(i) || matches!(self.readers[i].src, Elements::Resident(_));
         if inner < SHORT_RUN && out.len() as u64 > inner && gatherable(0) && gatherable(1) {
             return self.fill_gathered(start, out);
         }
@@ -151,7 +153,7 @@ impl<T: Arith> Worker<'_, T> {
         let n = out.len();
         let last = it.dims.len() - 1;
         for (i, r) in self.readers.iter_mut().enumerate() {
-            let Source::Resident(data) = r.src else { continue };
+            let Elements::Resident(data) = r.src else { continue };
             if it.is_identity(i) {
                 continue;
             }
@@ -190,23 +192,23 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
 
 /// Runs `job` on elements of type `T`: loads the resident inputs, then computes and writes the
 /// chunks on this thread or on worker threads.
-fn run_typed<T: Arith + Summarise>(job: &Job, write: &mut Out<'_>) -> Result<Stats> {
+fn run_typed<T: Arith + Summarise>(job: &Job, write: &mut EmitFn<'_>) -> Result<Ran> {
     let chunks = Chunks::new::<T>(job.iter.count());
     let threads = job.threads.min(usize::try_from(chunks.count).unwrap_or(usize::MAX)).max(1);
-    let mut stats = Stats { threads_used: threads, ..Stats::default() };
+    let mut ran = Ran { threads_used: threads, ..Ran::default() };
 
     let t = Instant::now();
     let resident = resident_inputs::<T>(job)?;
-    stats.read += t.elapsed();
+    ran.busy.read += t.elapsed();
 
     if threads <= 1 {
-        run_single(job, &resident, chunks, write, &mut stats)?;
+        run_single(job, &resident, chunks, write, &mut ran)?;
     } else if let Some(out) = &job.positional {
-        run_in_place(job, out, &resident, chunks, threads, write, &mut stats)?;
+        run_in_place(job, out, &resident, chunks, threads, write, &mut ran)?;
     } else {
-        run_parallel(job, &resident, chunks, threads, write, &mut stats)?;
+        run_parallel(job, &resident, chunks, threads, write, &mut ran)?;
     }
-    Ok(stats)
+    Ok(ran)
 }
 
 /// How the output is cut: `count` chunks of `len` elements, the last one possibly shorter.
@@ -258,8 +260,8 @@ impl<'a, T: Arith + Summarise> Worker<'a, T> {
             iter: &job.iter,
             readers: [0, 1].map(|i| Reader {
                 src: match &resident[i] {
-                    Some(v) => Source::Resident(v.as_slice()),
-                    None => Source::Window {
+                    Some(v) => Elements::Resident(v.as_slice()),
+                    None => Elements::Window {
                         input: job.inputs[i],
                         total: job.inputs[i].header.elements,
                         buf: Vec::with_capacity(chunk),
@@ -271,8 +273,9 @@ impl<'a, T: Arith + Summarise> Worker<'a, T> {
                 read_time: Duration::ZERO,
             }),
             compute_time: Duration::ZERO,
+            summarise_time: Duration::ZERO,
             write_time: Duration::ZERO,
-            summary: job.stats.then(|| Accumulator::new(job.dtype)),
+            summary: job.summarise.then(|| Accumulator::new(job.dtype)),
         }
     }
 
@@ -286,23 +289,23 @@ impl<'a, T: Arith + Summarise> Worker<'a, T> {
         Ok(bytes.len() as u64)
     }
 
-    /// [`fill`](Self::fill), then the chunk added to the summary (`--stats`), as compute time.
+    /// [`fill`](Self::fill), then the chunk added to the summary (`--stats`).
     fn produce(&mut self, start: u64, out: &mut [T]) -> Result<()> {
         self.fill(start, out)?;
         if let Some(s) = &mut self.summary {
             let t = Instant::now();
             s.add(out);
-            self.compute_time += t.elapsed();
+            self.summarise_time += t.elapsed();
         }
         Ok(())
     }
 }
 
-/// Hands `bytes` to `write`, adding the time it took to `stats.write`.
-fn timed_write(write: &mut Out<'_>, bytes: &[u8], stats: &mut Stats) -> Result<()> {
+/// Hands `bytes` to `write`, adding the time it took to `busy.write`.
+fn timed_write(write: &mut EmitFn<'_>, bytes: &[u8], busy: &mut BusyTimes) -> Result<()> {
     let t = Instant::now();
     let r = write(Emit::Bytes(bytes));
-    stats.write += t.elapsed();
+    busy.write += t.elapsed();
     r
 }
 
@@ -311,8 +314,8 @@ fn run_single<T: Arith + Summarise>(
     job: &Job,
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
-    write: &mut Out<'_>,
-    stats: &mut Stats,
+    write: &mut EmitFn<'_>,
+    ran: &mut Ran,
 ) -> Result<()> {
     let mut w = Worker::new(job, resident, chunks.len);
     let mut buf = vec![T::zeroed(); chunks.len.min(chunks.total as usize)];
@@ -324,10 +327,10 @@ fn run_single<T: Arith + Summarise>(
             let n = w.put(out, start, &buf[..len])?;
             write(Emit::Written(n))?;
         } else {
-            timed_write(write, bytemuck::cast_slice(&buf[..len]), stats)?;
+            timed_write(write, bytemuck::cast_slice(&buf[..len]), &mut ran.busy)?;
         }
     }
-    stats.add(Stats::of_worker(&mut w));
+    ran.merge(Ran::of_worker(&mut w));
     Ok(())
 }
 
@@ -337,7 +340,7 @@ struct Queue<T> {
     free_rx: Mutex<mpsc::Receiver<Vec<T>>>,
     next: AtomicU64,
     abort: AtomicBool,
-    worker_stats: Mutex<Stats>,
+    finished: Mutex<Ran>,
 }
 
 /// A computed chunk (its index and little-endian elements), or the error that stopped a worker.
@@ -354,8 +357,8 @@ fn run_parallel<T: Arith + Summarise>(
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
     threads: usize,
-    write: &mut Out<'_>,
-    stats: &mut Stats,
+    write: &mut EmitFn<'_>,
+    ran: &mut Ran,
 ) -> Result<()> {
     let pool = threads * 2 + 2;
     let (free_tx, free_rx) = mpsc::channel::<Vec<T>>();
@@ -366,7 +369,7 @@ fn run_parallel<T: Arith + Summarise>(
         free_rx: Mutex::new(free_rx),
         next: AtomicU64::new(0),
         abort: AtomicBool::new(false),
-        worker_stats: Mutex::new(Stats::default()),
+        finished: Mutex::new(Ran::default()),
     };
     let (done_tx, done_rx) = mpsc::channel::<Done<T>>();
 
@@ -379,7 +382,7 @@ fn run_parallel<T: Arith + Summarise>(
         }
         drop(done_tx);
 
-        let result = write_in_order(chunks.count, &done_rx, &free_tx, write, stats);
+        let result = write_in_order(chunks.count, &done_rx, &free_tx, write, ran);
         if result.is_err() {
             queue.abort.store(true, Ordering::Relaxed);
         }
@@ -387,15 +390,15 @@ fn run_parallel<T: Arith + Summarise>(
         drop(done_rx);
         result
     })?;
-    if let Ok(ws) = queue.worker_stats.into_inner() {
-        stats.add(ws);
+    if let Ok(parts) = queue.finished.into_inner() {
+        ran.merge(parts);
     }
     Ok(())
 }
 
 /// A worker thread's loop: a free buffer, then the next chunk, computed and sent to the
 /// writer, until the chunks run out, the writer aborts or hangs up, or a chunk fails (its
-/// error is sent). Its timings are then added to the shared stats.
+/// error is sent). Its times and summary then join the other finished workers'.
 fn work<T: Arith + Summarise>(
     w: &mut Worker<'_, T>,
     chunks: Chunks,
@@ -423,8 +426,8 @@ fn work<T: Arith + Summarise>(
             break;
         }
     }
-    if let Ok(mut st) = queue.worker_stats.lock() {
-        st.add(Stats::of_worker(w));
+    if let Ok(mut parts) = queue.finished.lock() {
+        parts.merge(Ran::of_worker(w));
     }
 }
 
@@ -434,8 +437,8 @@ fn write_in_order<T: Arith>(
     n_chunks: u64,
     done_rx: &mpsc::Receiver<Done<T>>,
     free_tx: &mpsc::Sender<Vec<T>>,
-    write: &mut Out<'_>,
-    stats: &mut Stats,
+    write: &mut EmitFn<'_>,
+    ran: &mut Ran,
 ) -> Result<()> {
     let mut pending = BTreeMap::new();
     let mut want = 0u64;
@@ -443,7 +446,7 @@ fn write_in_order<T: Arith>(
         let (c, buf) = done_rx.recv().map_err(|_| anyhow!("a worker thread stopped unexpectedly"))??;
         pending.insert(c, buf);
         while let Some(buf) = pending.remove(&want) {
-            timed_write(write, bytemuck::cast_slice(&buf), stats)?;
+            timed_write(write, bytemuck::cast_slice(&buf), &mut ran.busy)?;
             let _ = free_tx.send(buf);
             want += 1;
         }
@@ -461,13 +464,13 @@ fn run_in_place<T: Arith + Summarise>(
     resident: &[Option<Vec<T>>; 2],
     chunks: Chunks,
     threads: usize,
-    write: &mut Out<'_>,
-    stats: &mut Stats,
+    write: &mut EmitFn<'_>,
+    ran: &mut Ran,
 ) -> Result<()> {
     let next = AtomicU64::new(0);
     let abort = AtomicBool::new(false);
     let written = AtomicU64::new(0);
-    let (done_tx, done_rx) = mpsc::channel::<(Result<()>, Stats)>();
+    let (done_tx, done_rx) = mpsc::channel::<(Result<()>, Ran)>();
     let mut first_err = None;
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -495,7 +498,7 @@ fn run_in_place<T: Arith + Summarise>(
                         }
                     };
                 };
-                let _ = done_tx.send((res, Stats::of_worker(&mut w)));
+                let _ = done_tx.send((res, Ran::of_worker(&mut w)));
             });
         }
         drop(done_tx);
@@ -503,7 +506,7 @@ fn run_in_place<T: Arith + Summarise>(
         loop {
             let finished = match done_rx.recv_timeout(PROGRESS_TICK) {
                 Ok((res, part)) => {
-                    stats.add(part);
+                    ran.merge(part);
                     if let Err(e) = res {
                         first_err.get_or_insert(e);
                     }
@@ -529,29 +532,16 @@ fn run_in_place<T: Arith + Summarise>(
     first_err.map_or(Ok(()), Err)
 }
 
-impl Stats {
-    /// A finished worker's timings and summary (taken from it).
-    fn of_worker<T>(w: &mut Worker<'_, T>) -> Stats {
-        Stats {
+impl Ran {
+    /// A finished worker's times and summary (taken from it).
+    fn of_worker<T>(w: &mut Worker<'_, T>) -> Ran {
+        let busy = BusyTimes {
             read: w.readers[0].read_time + w.readers[1].read_time,
             compute: w.compute_time,
+            summarise: w.summarise_time,
             write: w.write_time,
-            summary: w.summary.take(),
-            ..Stats::default()
-        }
-    }
-
-    /// Adds another part's timings and summary. Summaries merge exactly (integer buckets,
-    /// counts, extremes), so the order workers finish in does not change the result.
-    fn add(&mut self, part: Stats) {
-        self.read += part.read;
-        self.compute += part.compute;
-        self.write += part.write;
-        if let Some(s) = part.summary {
-            match &mut self.summary {
-                Some(acc) => acc.merge(&s),
-                None => self.summary = Some(s),
-            }
-        }
+            ..BusyTimes::default()
+        };
+        Ran { busy, summary: w.summary.take(), ..Ran::default() }
     }
 }

@@ -39,7 +39,7 @@ pub struct Job<'a> {
     pub feeds: [Feed; 2],
     pub threads: usize,
     /// Summarise the result as it streams (`--stats`).
-    pub stats: bool,
+    pub summarise: bool,
     /// A file output the CPU workers write into at each chunk's offset; `None`: every byte
     /// goes through the ordered writer callback.
     pub positional: Option<Positional<'a>>,
@@ -75,16 +75,51 @@ pub enum Emit<'a> {
 
 /// Where a backend's time went. Durations are summed over worker threads, so with several
 /// threads they can exceed the wall-clock time.
-#[derive(Debug, Clone, Default)]
-pub struct Stats {
-    pub threads_used: usize,
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BusyTimes {
     pub read: Duration,
     pub compute: Duration,
+    /// With `--stats`: adding the computed elements to the summary.
+    pub summarise: Duration,
     pub write: Duration,
     /// GPU only: host-to-device copies.
     pub upload: Duration,
     /// GPU only: device-to-host copies.
     pub download: Duration,
+}
+
+impl BusyTimes {
+    /// Adds another part's times.
+    pub(crate) fn add(&mut self, o: &BusyTimes) {
+        self.read += o.read;
+        self.compute += o.compute;
+        self.summarise += o.summarise;
+        self.write += o.write;
+        self.upload += o.upload;
+        self.download += o.download;
+    }
+}
+
+/// What a backend's run (or one worker's part of it) yields.
+#[derive(Debug, Clone, Default)]
+pub struct Ran {
+    /// The threads that computed (the CPU backend's workers; 1 on the GPU).
+    pub threads_used: usize,
+    pub busy: BusyTimes,
     /// With `--stats`: the summary of every element computed.
     pub summary: Option<Accumulator>,
+}
+
+impl Ran {
+    /// Adds a part's times and summary. Summaries merge exactly (integer buckets, counts,
+    /// extremes), so the order the parts finish in does not change the result.
+    pub(crate) fn merge(&mut self, part: Ran) {
+        self.busy.add(&part.busy);
+        if let Some(s) = part.summary {
+            match &mut self.summary {
+                Some(acc) => acc.merge(&s),
+                None => self.summary = Some(s),
+            }
+        }
+    }
 }

@@ -141,14 +141,15 @@ impl Default for Writing {
 
 /// An open destination for bytes.
 pub struct Sink {
-    out: Out,
+    handle: Handle,
     /// `--fsync`: flush to storage before [`Sink::commit`] returns.
     durable: bool,
     /// Temporary files of interrupted runs to the same target, removed when this one opened.
     removed: Vec<String>,
 }
 
-enum Out {
+/// What a sink writes into, by the kind of target it opened.
+enum Handle {
     /// An unnamed file in `target`'s directory, linked and renamed over `target` by
     /// [`Sink::commit`].
     Unnamed { file: File, target: PathBuf, existed: bool },
@@ -178,26 +179,26 @@ impl Sink {
                     Destination::Stdout => "cannot use standard output".to_string(),
                     Destination::Path(p) => format!("cannot use {}: descriptor {fd} is not open", p.display()),
                 })?;
-                Out::Direct { file, stdout: fd == 1 }
+                Handle::Direct { file, stdout: fd == 1 }
             }
             Target::Device(path) => {
                 let file =
                     sys::open_in_order(&path).with_context(|| format!("cannot open {} for writing", path.display()))?;
-                Out::Direct { file, stdout: false }
+                Handle::Direct { file, stdout: false }
             }
             Target::Socket(path) => {
                 let file = sys::connect_socket(&path)
                     .with_context(|| format!("cannot connect to the socket {}", path.display()))?;
-                Out::Direct { file, stdout: false }
+                Handle::Direct { file, stdout: false }
             }
         };
-        Ok(Sink { out, durable: how.durable, removed })
+        Ok(Sink { handle: out, durable: how.durable, removed })
     }
 
     /// A file in `target`'s directory (same filesystem, so the final rename is atomic), unnamed
     /// where the filesystem allows, with the permission bits and, where allowed, the owner of
     /// the file it replaces; else `0666` less the umask.
-    fn replace(target: PathBuf, existing: Option<&std::fs::Metadata>, unnamed: bool) -> Result<Out> {
+    fn replace(target: PathBuf, existing: Option<&std::fs::Metadata>, unnamed: bool) -> Result<Handle> {
         let dir = parent_dir(&target).to_path_buf();
         let mode = existing.map(sys::mode);
         let like_existing = |file: &File| {
@@ -211,7 +212,7 @@ impl Sink {
         if let Some(file) = unnamed.then(|| sys::unnamed_file_in(&dir, mode.unwrap_or(0o666))).flatten() {
             like_existing(&file);
             leftovers::hold(&file);
-            return Ok(Out::Unnamed { file, target, existed: existing.is_some() });
+            return Ok(Handle::Unnamed { file, target, existed: existing.is_some() });
         }
         let tmp = tempfile::Builder::new()
             .prefix(&temporary_prefix(&target))
@@ -222,7 +223,7 @@ impl Sink {
         like_existing(tmp.as_file());
         leftovers::hold(tmp.as_file());
         let _pending = Pending::new(tmp.path());
-        Ok(Out::Named { tmp, target, _pending })
+        Ok(Handle::Named { tmp, target, _pending })
     }
 
     /// The names of the temporary files that interrupted runs had left beside the target, which
@@ -233,38 +234,38 @@ impl Sink {
 
     /// How the output reaches its name.
     pub fn staging(&self) -> Staging {
-        match self.out {
-            Out::Unnamed { .. } => Staging::Unnamed,
-            Out::Named { .. } => Staging::Named,
-            Out::Direct { .. } => Staging::InOrder,
+        match self.handle {
+            Handle::Unnamed { .. } => Staging::Unnamed,
+            Handle::Named { .. } => Staging::Named,
+            Handle::Direct { .. } => Staging::InOrder,
         }
     }
 
     /// The directory whose filesystem must hold the whole result: that of the file being
     /// replaced; `None` for targets written in order.
     pub fn replace_dir(&self) -> Option<&Path> {
-        match &self.out {
-            Out::Unnamed { target, .. } | Out::Named { target, .. } => Some(parent_dir(target)),
-            Out::Direct { .. } => None,
+        match &self.handle {
+            Handle::Unnamed { target, .. } | Handle::Named { target, .. } => Some(parent_dir(target)),
+            Handle::Direct { .. } => None,
         }
     }
 
     /// The file behind a replaced target, which may be written at any offset (workers write
     /// their chunks in place); `None` for targets written in order.
     pub fn positional(&self) -> Option<&File> {
-        match &self.out {
-            Out::Unnamed { file, .. } => Some(file),
-            Out::Named { tmp, .. } => Some(tmp.as_file()),
-            Out::Direct { .. } => None,
+        match &self.handle {
+            Handle::Unnamed { file, .. } => Some(file),
+            Handle::Named { tmp, .. } => Some(tmp.as_file()),
+            Handle::Direct { .. } => None,
         }
     }
 
     /// Appends `bytes`. A closed standard output becomes [`BrokenPipe`].
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        match &mut self.out {
-            Out::Unnamed { file, .. } => file.write_all(bytes).context("cannot write"),
-            Out::Named { tmp, .. } => tmp.as_file_mut().write_all(bytes).context("cannot write"),
-            Out::Direct { file, stdout } => file.write_all(bytes).map_err(|e| {
+        match &mut self.handle {
+            Handle::Unnamed { file, .. } => file.write_all(bytes).context("cannot write"),
+            Handle::Named { tmp, .. } => tmp.as_file_mut().write_all(bytes).context("cannot write"),
+            Handle::Direct { file, stdout } => file.write_all(bytes).map_err(|e| {
                 if *stdout && e.kind() == io::ErrorKind::BrokenPipe {
                     anyhow::Error::new(BrokenPipe)
                 } else {
@@ -285,8 +286,8 @@ impl Sink {
             Ok(durable && sys::sync_file(file).context("cannot flush the result to storage (--fsync)")?)
         };
         let into_place = |target: &Path| format!("cannot move the result into place at {}", target.display());
-        let (synced, target) = match self.out {
-            Out::Unnamed { file, target, existed } => {
+        let (synced, target) = match self.handle {
+            Handle::Unnamed { file, target, existed } => {
                 let synced = sync(&file)?;
                 // A new target is named at once: nothing else ever shows. An existing one is
                 // replaced by a rename from a fresh name, the one moment a kill could leave a
@@ -306,12 +307,12 @@ impl Sink {
                 }
                 (synced, target)
             }
-            Out::Named { tmp, target, _pending } => {
+            Handle::Named { tmp, target, _pending } => {
                 let synced = sync(tmp.as_file())?;
                 tmp.persist(&target).map_err(|e| e.error).with_context(|| into_place(&target))?;
                 (synced, target)
             }
-            Out::Direct { mut file, .. } => {
+            Handle::Direct { mut file, .. } => {
                 file.flush().context("cannot flush")?;
                 return sync(&file);
             }

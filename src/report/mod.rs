@@ -132,6 +132,9 @@ pub struct Timings {
     pub upload: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub download: Option<f64>,
+    /// `--stats`: adding the result to the summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarise: Option<f64>,
 }
 
 /// Milliseconds with microsecond resolution.

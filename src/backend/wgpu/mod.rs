@@ -20,7 +20,7 @@ mod shader;
 mod tuning;
 mod window;
 
-use crate::backend::{Job, Stats};
+use crate::backend::{Job, Ran};
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use crate::plan::Feed;
@@ -30,7 +30,7 @@ use anyhow::{anyhow, bail, Result};
 pub(crate) use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
 use kernel::{ChunkTiming, Kernel, KernelDescriptor};
 use shader::{elements_per_invocation, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 pub(crate) use tuning::WgpuTuning;
 
 /// Host memory for one input's per-chunk data, kept as 8-byte words so that any element type
@@ -208,17 +208,17 @@ fn read_chunk<'h>(
 /// Runs `job` on `gpu`, handing each finished chunk's bytes, in order, to `write`. Chunk k+1 is
 /// read from the inputs and uploaded while chunk k is computed; chunk k is downloaded and written
 /// while chunk k+1 is computed.
-pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Stats> {
+pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Ran> {
     let (total, es) = (job.iter.count(), job.dtype.size() as u64);
-    let mut stats = Stats { threads_used: 1, ..Stats::default() };
+    let mut ran = Ran { threads_used: 1, ..Ran::default() };
     if total == 0 {
-        stats.summary = job.stats.then(|| Accumulator::new(job.dtype));
-        return Ok(stats);
+        ran.summary = job.summarise.then(|| Accumulator::new(job.dtype));
+        return Ok(ran);
     }
     let layout = Layout::new(gpu, job)?;
     let t = Instant::now();
     let resident = upload_resident(gpu, job)?;
-    stats.read += t.elapsed();
+    ran.busy.read += t.elapsed();
     let chunk = layout.chunk;
     let native = gpu.native(job.dtype);
     let kernel = Kernel::new(
@@ -235,10 +235,13 @@ pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<(
     );
 
     // --stats: the downloaded chunks go through the same summary as the CPU backend's.
-    let mut summary = job.stats.then(|| Accumulator::new(job.dtype));
+    let mut summary = job.summarise.then(|| Accumulator::new(job.dtype));
+    let mut summarise = Duration::ZERO;
     let mut write = |bytes: &[u8]| -> Result<()> {
         if let Some(s) = &mut summary {
+            let t = Instant::now();
             s.add_le_bytes(job.dtype, bytes);
+            summarise += t.elapsed();
         }
         write(bytes)
     };
@@ -252,7 +255,7 @@ pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<(
         let mut params = layout.params(&job.iter, start, n);
         let t = Instant::now();
         let data = read_chunk(&mut host, job, &layout, (start, n), &mut params)?;
-        stats.read += t.elapsed();
+        ran.busy.read += t.elapsed();
         let idx = kernel.submit(gpu, slot, &params, data, n * es, &mut timing);
         if let Some((prev, prev_idx, len)) = pending.take() {
             kernel.collect(gpu, prev, prev_idx, len, &mut timing, write)?;
@@ -264,12 +267,14 @@ pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<(
     if let Some((prev, prev_idx, len)) = pending {
         kernel.collect(gpu, prev, prev_idx, len, &mut timing, write)?;
     }
-    stats.upload = timing.upload;
-    stats.compute = timing.compute;
-    stats.download = timing.download;
-    stats.write = timing.write;
-    stats.summary = summary;
-    Ok(stats)
+    ran.busy.upload = timing.upload;
+    ran.busy.compute = timing.compute;
+    ran.busy.download = timing.download;
+    // The summary is taken in the write callback: its time is counted apart.
+    ran.busy.summarise = summarise;
+    ran.busy.write = timing.write.saturating_sub(summarise);
+    ran.summary = summary;
+    Ok(ran)
 }
 
 #[cfg(test)]
