@@ -2,8 +2,9 @@
 floor, file to file, with interleaved runs, a fresh output path per run, medians and ratios.
 
 usage: python3 benches/e2e.py [BIN] [--runs N] [--log2 K] [--cases NAME,...] [--backend wgpu]
-                              [--compare OTHER_BIN] [--floor FLOOR_BIN]
+                              [--compare OTHER_BIN] [--floor FLOOR_BIN] [--csv FILE.csv]
        python3 benches/e2e.py [BIN] --threads 1,2,4,8,16 [--runs N] [--log2 K] [--plot FILE.png]
+                              [--csv FILE.csv]
 
 BIN defaults to target/release/tensorop. Inputs (2^K elements, default 26: 256 MiB float32) are
 made once in a scratch directory (TMPDIR) and stay in the page cache across runs. Each round runs
@@ -20,7 +21,11 @@ interleaved rounds. It prints each median, the throughput (bytes of both inputs 
 per second) and tensorop's share of the floor's throughput (goal: at least 80%), and with
 --plot draws that curve (needs matplotlib). --floor takes a prebuilt floor binary instead of
 compiling benches/floor.c with the machine's `cc`.
+
+--csv also writes the printed medians as CSV with a header row, the raw figures of a recorded
+run (benches/runs/).
 """
+import csv
 import os
 import shutil
 import statistics
@@ -51,6 +56,7 @@ compare = opt("--compare", "")
 sweep = [int(t) for t in opt("--threads", "").split(",") if t]
 plot = opt("--plot", "")
 prebuilt_floor = opt("--floor", "")
+csv_path = opt("--csv", "")
 binary = os.path.abspath(args[0] if args else "target/release/tensorop")
 here = os.path.dirname(os.path.abspath(__file__))
 n = 1 << log2
@@ -155,6 +161,16 @@ def interleaved(jobs, command, work):
     return times, rss
 
 
+def write_csv(header, rows):
+    """The table as CSV at --csv, when given."""
+    if csv_path:
+        with open(csv_path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            w.writerows(rows)
+        print(f"csv: {csv_path}")
+
+
 def build_floor(work):
     """The floor program: --floor, or benches/floor.c built with the machine's cc (None without)."""
     if prebuilt_floor:
@@ -189,13 +205,18 @@ def scaling():
     times, rss = interleaved(jobs, lambda job, out: cmds[job[0]](job[1], out), work)
     print(f"{'threads':>7} {'tensorop s':>10} {'floor-mt s':>10} {'tensorop GB/s':>13} {'floor GB/s':>10} "
           f"{'share':>6} {'peak RSS':>9}")
-    rows = []
+    rows, table = [], []
     for th in sweep:
         mt, mf = (statistics.median(times[(tool, th)]) for tool in cmds)
         rows.append((th, moved / mt / 1e9, moved / mf / 1e9))
         mem = f"{rss[('tensorop', th)] / 1024:.0f} MiB" if rss[("tensorop", th)] else "-"
         print(f"{th:>7} {mt:>10.3f} {mf:>10.3f} {rows[-1][1]:>13.2f} {rows[-1][2]:>10.2f} "
               f"{mf / mt:>5.0%} {mem:>9}")
+        kib = rss[("tensorop", th)]
+        table.append((th, f"{mt:.3f}", f"{mf:.3f}", f"{rows[-1][1]:.2f}", f"{rows[-1][2]:.2f}",
+                      f"{mf / mt:.2f}", f"{kib / 1024:.0f}" if kib else ""))
+    write_csv(["threads", "tensorop_s", "floor_mt_s", "tensorop_gb_per_s", "floor_mt_gb_per_s",
+               "share_of_floor", "tensorop_peak_rss_mib"], table)
     if plot:
         try:
             import matplotlib
@@ -231,6 +252,7 @@ def main():
     rng = np.random.default_rng(0)
     print(f"{runs} interleaved rounds, medians; machine: {os.cpu_count()} cores; backend {backend}")
     print(f"{'case':<15} {'tool':<9} {'median s':>9} {'vs numpy':>9} {'peak RSS':>10}")
+    table = []
     for name, (op, dtype, sa, sb, *more) in CASES.items():
         variant = more[0] if more else []
         plus = "+" + variant[0].lstrip("-") if variant else ""
@@ -263,6 +285,7 @@ def main():
             med = statistics.median(times[t])
             mem = f"{rss[t] / 1024:.0f} MiB" if rss[t] else "-"
             print(f"{name:<15} {t:<9} {med:>9.3f} {med / base:>8.2f}x {mem:>10}")
+            table.append((name, t, f"{med:.3f}", f"{med / base:.2f}", f"{rss[t] / 1024:.0f}" if rss[t] else ""))
         for fl in ("floor", "floor-mt"):
             if fl in times:
                 ratio = statistics.median(times["tensorop"]) / statistics.median(times[fl])
@@ -275,6 +298,7 @@ def main():
                     print(f"{name:<15} {' '.join(variant)} costs {ratio:.2f}x ({more} / {plain}{goal})")
         for p in (a, b):
             os.unlink(p)
+    write_csv(["case", "tool", "median_s", "vs_numpy", "peak_rss_mib"], table)
     shutil.rmtree(work)
 
 

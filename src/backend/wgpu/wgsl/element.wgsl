@@ -4,6 +4,9 @@
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let l = gid.x + gid.y * nwg.x * WORKGROUP;
+    // Equivalent: an invocation at or past the chunk's end writes an element after the chunk's
+    // result, which is never downloaded.
+    // mutants-wgsl equivalent: `>= -> >`
     if (l >= p.n) {
         return;
     }

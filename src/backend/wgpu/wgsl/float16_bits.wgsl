@@ -12,6 +12,9 @@ fn f16_bits_to_f32(h: u32) -> f32 {
         return bitcast<f32>(bitcast<u32>(v) | s);
     }
     if (e == 31u) {
+        // Equivalent: a NaN's payload: NaNs compare by position only (the contract: NaN in, NaN
+        // out, any payload).
+        // mutants-wgsl equivalent: `13u -> 12u`
         return bitcast<f32>(s | 0x7f800000u | (m << 13u));
     }
     return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
@@ -22,17 +25,39 @@ fn f32_to_f16_bits(f: f32) -> u32 {
     let x = bitcast<u32>(f);
     let s = (x >> 16u) & 0x8000u;
     let ax = x & 0x7fffffffu;
+    // Equivalent: a float32 NaN that reaches `narrow` is one widened from float16 (its low 13 bits
+    // zero) or one the arithmetic made (quiet): 0x7f800001 never does.
+    // mutants-wgsl equivalent: `0x7f800000u -> 0x7f800001u`
     if (ax > 0x7f800000u) {
+        // Equivalent: a NaN's payload: NaNs compare by position only (the contract: NaN in, NaN
+        // out, any payload).
+        // mutants-wgsl equivalent: `0x7e00u -> 0x7e01u`, `0x7e00u -> 0x7dffu`, `>> -> <<`
+        // mutants-wgsl equivalent: `13u -> 14u`, `13u -> 12u`, `mask dropped: & 0x3ffu`, `& -> |`
+        // mutants-wgsl equivalent: `0x3ffu -> 0x400u`, `0x3ffu -> 0x3feu`
         return s | 0x7e00u | ((ax >> 13u) & 0x3ffu);
     }
+    // Equivalent: 65520 (0x477ff000), the midpoint between float16's largest finite value and 2^16,
+    // rounds to infinity through the normal path too (`>` for `>=`, the bound one higher). The
+    // bound one lower sends only 0x477fefff (65520 - 2^-8) to infinity, and no float16 `sub` or
+    // `sqdiff` gives that value: a search over every pair whose difference is near 65520 or near
+    // 256 finds none.
+    // mutants-wgsl equivalent: `>= -> >`, `0x477ff000u -> 0x477ff001u`
+    // mutants-wgsl equivalent: `0x477ff000u -> 0x477fefffu`
     if (ax >= 0x477ff000u) {
         return s | 0x7c00u;
     }
+    // Equivalent: at the bound between normal and subnormal results, 2^-14 (0x38800000) and the
+    // float32 value just below it (0x387fffff) round to 0x0400 through either branch.
+    // mutants-wgsl equivalent: `>= -> >`, `0x38800000u -> 0x38800001u`
+    // mutants-wgsl equivalent: `0x38800000u -> 0x387fffffu`
     if (ax >= 0x38800000u) {
         let r = ax + 0xfffu + ((ax >> 13u) & 1u);
         return s | ((r - 0x38000000u) >> 13u);
     }
     let e = ax >> 23u;
+    // Equivalent: a float32 value of biased exponent 101 (below 2^-25, less than half the smallest
+    // subnormal) rounds to zero through the general branch too.
+    // mutants-wgsl equivalent: `102u -> 101u`
     if (e < 102u) {
         return s;
     }

