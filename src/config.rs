@@ -51,8 +51,9 @@ pub struct Config {
 
 impl Config {
     /// Resolves `args` for `op`. `stdout_is_terminal` and the environment (`env`: a variable's
-    /// value, if set) are passed in so the rules are testable; the environment is read only for
-    /// the wgpu backend's settings, and only when that backend is chosen.
+    /// value, if set) are passed in so the rules are testable. The environment is read for
+    /// `TENSOROP_NAMED_TEMPFILES` (how outputs are staged) and, only when the wgpu backend is
+    /// chosen, for that backend's settings.
     pub fn new(
         op: Op,
         args: OpArgs,
