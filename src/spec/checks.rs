@@ -5,9 +5,9 @@
 //! instead). Pass, fail and skip follow from the verdict ([`Verdict::status`]); the message a
 //! user reads is its `Display`, and those impls, together in this module, hold all the wording.
 //!
-//! A failing check says what would work: for a dtype, the oldest level whose support row lists
-//! it (`matrix::ROWS`), else `--feature-level none`; for a rank, 3_0's row or
-//! `--feature-level none`.
+//! A failing check says what would work, from the support rows (`matrix::ROWS`): the oldest
+//! level whose row accepts the dtype or the rank, else `--feature-level none` if it does, else how
+//! to change the inputs.
 //!
 //! Every check is evaluated and recorded (a check that cannot be evaluated because an earlier
 //! one failed is `skip` with the reason), so one run shows every problem. The minimum feature
@@ -19,9 +19,10 @@ use crate::npy::header::FileDType;
 use crate::op::Op;
 use crate::shape::{broadcast, element_count, fmt_shape, Incompatible};
 use crate::spec::level::{FeatureLevel, LevelChoice};
-use crate::spec::matrix::{introduced, oldest_row, row_for, SupportRow, NONE_RANKS};
+use crate::spec::matrix::{introduced, oldest_row, row_for, SupportRow, NONE_RANKS, ROWS};
 use serde::Serialize;
 use std::fmt;
+
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -281,8 +282,10 @@ pub(crate) enum DtypeFix {
 pub(crate) enum RankFix {
     /// The oldest level whose row accepts it, and that row's ranks.
     Level { since: FeatureLevel, ranks: (usize, usize) },
-    /// `--feature-level none`, with `ranks`.
+    /// No row does; `--feature-level none` does, with `ranks`.
     LevelNone { ranks: (usize, usize) },
+    /// Nothing does, `--feature-level none` included: `max` is the most any level allows.
+    Reshape { max: usize },
 }
 
 impl Verdict<'_> {
@@ -510,6 +513,11 @@ impl fmt::Display for RankFix {
             RankFix::LevelNone { ranks: (lo, hi) } => {
                 write!(f, "use --feature-level none (ranks {lo}-{hi}), or reshape the inputs")
             }
+            RankFix::Reshape { max } => write!(
+                f,
+                "reshape the inputs to at most {max} dimensions: no feature level accepts more, --feature-level \
+                 none included"
+            ),
         }
     }
 }
@@ -676,7 +684,7 @@ fn rank_check<'v>(
     };
     let allowed = RankRange { op, level, ranks };
     if effective > ranks.1 {
-        return Rank::TooHigh { rank, allowed, fix: rank_fix(ranks.1) };
+        return Rank::TooHigh { rank, allowed, fix: rank_fix(op, effective) };
     }
     if effective < ranks.0 {
         return Rank::Padded { rank, allowed, out };
@@ -684,14 +692,16 @@ fn rank_check<'v>(
     Rank::Fits { rank, allowed }
 }
 
-/// What accepts an output of `rank` dimensions when the level allows at most `hi`: below rank
-/// 8, the first row with ranks 1 to 8 (3_0); from 8, `--feature-level none`.
-fn rank_fix(hi: usize) -> RankFix {
-    if hi < 8 {
-        RankFix::Level { since: FeatureLevel::new(3, 0), ranks: (1, 8) }
-    } else {
-        RankFix::LevelNone { ranks: NONE_RANKS }
+/// What accepts an output of `rank` dimensions (at least 1, as DirectML counts it): the
+/// oldest support row of `op` that does, else `--feature-level none` if it does, else nothing.
+fn rank_fix(op: Op, rank: usize) -> RankFix {
+    if let Some(row) = oldest_row(op, |r| r.ranks.1 >= rank) {
+        return RankFix::Level { since: row.since, ranks: row.ranks };
     }
+    if rank <= NONE_RANKS.1 {
+        return RankFix::LevelNone { ranks: NONE_RANKS };
+    }
+    RankFix::Reshape { max: ROWS.iter().map(|r| r.ranks.1).fold(NONE_RANKS.1, usize::max) }
 }
 
 /// `nonzero_sizes`: at a DirectML level, neither input has a dimension of size 0.
@@ -721,7 +731,6 @@ fn element_count_check(level: LevelChoice, out: Option<&[u64]>) -> Elements<'_> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::matrix::ROWS;
 
     type Input = (FileDType, Vec<u64>);
 
@@ -1016,29 +1025,38 @@ mod tests {
         );
         assert!(run(Op::Sub, "1_0", BroadcastMode::Numpy, f32s(&[]), f32s(&[])).valid());
         let none = range(Op::Sub, "none", (0, 32));
-        let fix = RankFix::LevelNone { ranks: (0, 32) };
+        let fix = RankFix::Reshape { max: 32 };
         assert_eq!(rank(Op::Sub, "none", &[1; 33], &[1]), Rank::TooHigh { rank: 33, allowed: none, fix });
         assert_eq!(rank(Op::Sub, "none", &[1; 32], &[]), Rank::Fits { rank: 32, allowed: none });
         assert_eq!(rank(Op::Sub, "none", &[], &[]), Rank::Fits { rank: 0, allowed: none });
         assert!(run(Op::Sub, "none", BroadcastMode::Numpy, f32s(&[1; 32]), f32s(&[])).valid());
     }
 
+    /// The fix of a rank that is too high is the oldest row that accepts it, else `none`, else
+    /// nothing.
     #[test]
-    fn rank_fixes_point_to_3_0_or_none() {
+    fn rank_fixes_come_from_the_rows() {
         let fix = |op, level, r: usize| match rank(op, level, &vec![1; r], &[1]) {
             Rank::TooHigh { fix, .. } => fix,
             v => panic!("{v:?}"),
         };
-        let level = RankFix::Level { since: fl("3_0"), ranks: (1, 8) };
+        let level = |l| RankFix::Level { since: fl(l), ranks: (1, 8) };
         let none = RankFix::LevelNone { ranks: (0, 32) };
+        let reshape = RankFix::Reshape { max: 32 };
         for l in ["1_0", "2_0", "2_1"] {
-            assert_eq!(fix(Op::Sub, l, 5), level);
-            assert_eq!(fix(Op::Sub, l, 8), level);
+            assert_eq!(fix(Op::Sub, l, 5), level("3_0"));
+            assert_eq!(fix(Op::Sub, l, 8), level("3_0"));
+            assert_eq!(fix(Op::Sub, l, 9), none, "no row has rank 9");
+            assert_eq!(fix(Op::Sub, l, 33), reshape);
         }
         for (op, l) in [(Op::Sub, "3_0"), (Op::Sub, "latest"), (Op::SqDiff, "3_1"), (Op::SqDiff, "latest")] {
             assert_eq!(fix(op, l, 9), none);
             assert_eq!(fix(op, l, 32), none);
+            assert_eq!(fix(op, l, 33), reshape);
         }
+        assert_eq!(fix(Op::Sub, "none", 33), reshape);
+        // A row's fix also offers `none`: it accepts every rank a row does.
+        assert!(ROWS.iter().all(|r| r.ranks.1 <= NONE_RANKS.1));
     }
 
     #[test]
@@ -1232,6 +1250,11 @@ mod tests {
                 Verdict::Rank(Rank::TooHigh { rank: 9, allowed: sub_6_4, fix: RankFix::LevelNone { ranks: (0, 32) } }),
                 "the output has rank 9, but sub at feature level 6_4 supports 1 to 8 dimensions; use \
                  --feature-level none (ranks 0-32), or reshape the inputs",
+            ),
+            (
+                Verdict::Rank(Rank::TooHigh { rank: 33, allowed: none, fix: RankFix::Reshape { max: 32 } }),
+                "the output has rank 33, but --feature-level none supports 0 to 32 dimensions; reshape the inputs \
+                 to at most 32 dimensions: no feature level accepts more, --feature-level none included",
             ),
         ]
     }
