@@ -969,6 +969,42 @@ mod tests {
             }
             v => panic!("{v:?}"),
         }
+        // No promotion, not even between floats or between integers; A's dtype is supported.
+        for (da, db) in [(DType::F32, DType::F16), (DType::I32, DType::U32), (DType::I32, DType::I64)] {
+            assert_eq!(same(of(da, &[2]), of(db, &[2])).status(), Status::Fail, "{da} and {db}");
+            let v = run(Op::Sub, "latest", BroadcastMode::Numpy, of(da, &[2]), of(db, &[2]));
+            let statuses = ["datatype_supported", "same_datatype", "broadcastable"].map(|id| status(&v, id));
+            assert_eq!(statuses, [Status::Pass, Status::Fail, Status::Pass], "{da} and {db}");
+        }
+    }
+
+    /// One run records every failure, and a check that an earlier failure leaves without input
+    /// is skipped, not failed.
+    #[test]
+    fn several_failures_are_all_recorded() {
+        let v = run(Op::SqDiff, "3_0", BroadcastMode::Numpy, f32s(&[2, 3]), of(DType::F16, &[4]));
+        let statuses: Vec<_> = v.checks.iter().map(|c| (c.id.name(), c.status)).collect();
+        let (pass, fail, skip) = (Status::Pass, Status::Fail, Status::Skip);
+        let want = [fail, skip, fail, fail, skip, pass, skip];
+        assert_eq!(statuses, IDS.into_iter().zip(want).collect::<Vec<_>>());
+        // Shapes that do not broadcast: the rank and the sizes are still checked, on the inputs.
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[2, 3]), f32s(&[4]));
+        let statuses = ["broadcastable", "dimension_count", "nonzero_sizes", "element_count"].map(|id| status(&v, id));
+        assert_eq!(statuses, [fail, pass, pass, skip]);
+    }
+
+    #[test]
+    fn level_none_skips_three_checks() {
+        let (pass, skip) = (Status::Pass, Status::Skip);
+        // Even an output above 2^32 - 1 elements, of float64.
+        for (a, b) in [(f32s(&[2, 3]), f32s(&[3])), (of(DType::F64, &[65536, 1]), of(DType::F64, &[1, 65537]))] {
+            let v = run(Op::SqDiff, "none", BroadcastMode::Numpy, a, b);
+            assert_eq!(
+                v.checks.iter().map(|c| c.status).collect::<Vec<_>>(),
+                [skip, pass, pass, pass, pass, skip, skip]
+            );
+            assert!(v.valid() && v.support_row.is_none());
+        }
     }
 
     #[test]
@@ -1083,6 +1119,11 @@ mod tests {
         assert_eq!(zero("latest", &[0], &[0, 3]), ("A (a.npy)".into(), vec![0]), "A first");
         assert_eq!(sizes("latest", &[3, 1], &[1]), Sizes::Nonzero);
         assert_eq!(sizes("none", &[3, 0], &[1]), Sizes::Unchecked);
+        // An empty output is within every other rule.
+        let v = run(Op::Sub, "latest", BroadcastMode::Numpy, f32s(&[0, 3]), f32s(&[3]));
+        let statuses = ["broadcastable", "dimension_count", "nonzero_sizes", "element_count"].map(|id| status(&v, id));
+        assert_eq!(statuses, [Status::Pass, Status::Pass, Status::Fail, Status::Pass]);
+        assert_eq!(elements("latest", &[0, 3], &[3]), Elements::Within { count: 0 });
     }
 
     #[test]
