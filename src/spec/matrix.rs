@@ -43,6 +43,11 @@ pub fn row_for(op: Op, level: FeatureLevel) -> Option<&'static SupportRow> {
     ROWS.iter().filter(|r| r.op == op && r.since <= level).max_by_key(|r| r.since)
 }
 
+/// The oldest row of `op` that `accepts`: where a failing check's fix points to.
+pub(crate) fn oldest_row(op: Op, accepts: impl Fn(&SupportRow) -> bool) -> Option<&'static SupportRow> {
+    ROWS.iter().filter(|r| r.op == op && accepts(r)).min_by_key(|r| r.since)
+}
+
 /// The level that introduced `op`.
 pub fn introduced(op: Op) -> FeatureLevel {
     ROWS.iter().filter(|r| r.op == op).map(|r| r.since).min().unwrap_or(FeatureLevel::LATEST)
@@ -122,5 +127,16 @@ mod tests {
         assert_eq!(r, (0, 32));
         assert_eq!(introduced(Op::Sub).to_string(), "1_0");
         assert_eq!(introduced(Op::SqDiff).to_string(), "3_1");
+    }
+
+    #[test]
+    fn oldest_row_is_the_first_that_accepts() {
+        let since = |op, accepts: fn(&SupportRow) -> bool| oldest_row(op, accepts).map(|r| r.since.to_string());
+        assert_eq!(since(Op::Sub, |r| r.dtypes.contains(&DType::I8)).as_deref(), Some("5_1"));
+        assert_eq!(since(Op::Sub, |r| r.dtypes.contains(&DType::I32)).as_deref(), Some("2_1"));
+        assert_eq!(since(Op::Sub, |r| r.ranks.1 >= 5).as_deref(), Some("3_0"));
+        assert_eq!(since(Op::SqDiff, |r| r.ranks.1 >= 5).as_deref(), Some("3_1"));
+        assert_eq!(since(Op::Sub, |r| r.ranks.1 >= 9), None);
+        assert_eq!(since(Op::Sub, |r| r.dtypes.contains(&DType::F64)), None);
     }
 }
