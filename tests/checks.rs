@@ -1,9 +1,7 @@
 //! End-to-end tests against the real binary in temporary directories. The seven checks, each
 //! failing on its own, and how `--feature-level` selects the support row.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------------------------------------
 // Each check failing

@@ -2,9 +2,7 @@
 //! output format, threads, and every dtype's arithmetic (integer wrap, IEEE float32/float64,
 //! float16 rounding), input byte orders, storage orders and `.npy` versions.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------------------------------------
 // Results
