@@ -140,6 +140,15 @@ fn same_datatype_refusal() {
     );
     assert_seven_checks(&r, &CHECKS_NUMPY);
     assert_checks(&r, &[("datatype_supported", "pass"), ("same_datatype", "fail"), ("broadcastable", "pass")]);
+    // Integers of one width and another signedness differ too, as do integers of two widths.
+    for b in [npy(&[2], &[1u32, 2]), npy(&[2], &[1i64, 2])] {
+        let dir = Dir::new();
+        dir.write("a.npy", &npy(&[2], &[1i32, 2]));
+        dir.write("b.npy", &b);
+        let r = run_invalid(&dir, &["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]);
+        assert_seven_checks(&r, &CHECKS_NUMPY);
+        assert_checks(&r, &[("datatype_supported", "pass"), ("same_datatype", "fail"), ("broadcastable", "pass")]);
+    }
 }
 
 #[test]
