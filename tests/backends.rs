@@ -5,8 +5,7 @@
 //! reason when no GPU adapter is found, unless `TENSOROP_REQUIRE_GPU=1` (as CI sets with
 //! lavapipe installed), which turns the skip into a failure.
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 use tensorop::op::Op;
 

@@ -1,9 +1,7 @@
 //! End-to-end tests against the real binary in temporary directories. `info`, `support`, `devices`,
 //! the wgpu backend's presence, usage errors, help and version.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------

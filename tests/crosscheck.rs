@@ -2,9 +2,7 @@
 //! (`testdata/make_fixtures.py`). Both need python3 with numpy; without them these tests print why
 //! and pass, unless `TENSOROP_REQUIRE_NUMPY=1` (as CI sets), in which case they fail.
 
-mod common;
-
-use common::{bin, manifest_dir};
+use crate::common::{bin, manifest_dir};
 use std::process::Command;
 
 /// Ok(()) when `python3 -c "import numpy"` works; otherwise the reason.

@@ -3,9 +3,7 @@
 //! intact and no temporary file left. The filesystem cases mount a small tmpfs, which needs root;
 //! elsewhere they print why they skip.
 
-mod common;
-
-use common::{gpu_available, npy, Dir};
+use crate::common::{self, gpu_available, npy, Dir};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -5,8 +5,7 @@
 //! status. Every fuzzer finding is a seed (`seed-regress_*`, the input as found) and has a test
 //! below on its minimized form. See `fuzz/README.md`.
 
-mod common;
-
+use crate::common;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;

@@ -1,9 +1,7 @@
 //! End-to-end tests against the real binary in temporary directories. Inputs: malformed files (exit
 //! 1, naming the file), standard input and standard output.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::Read;
 use std::process::{Command, Stdio};
 

@@ -13,8 +13,7 @@
 //! and holds the weaker promise documented for it: the target is still old or complete, and
 //! what is left is only `.NAME.XXXXXX.tensorop-tmp`.
 
-mod common;
-
+use crate::common;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,9 +2,7 @@
 //! nothing changed on failure, no temporary file left, dry runs. The output-target table (links,
 //! devices, FIFOs...) is in `targets.rs`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------------------------------------
 // Output safety

@@ -18,9 +18,7 @@
 //! The seed is printed; `PROPTEST_RNG_SEED=N` replays a run, `PROPTEST_CASES=N` changes its size.
 //! A failure is shrunk to a small case and reported with the seed.
 
-mod common;
-
-use common::{c_to_fortran, gpu_available, header_dict, npy_raw, parse_npy, py_shape, Dir};
+use crate::common::{self, c_to_fortran, gpu_available, header_dict, npy_raw, parse_npy, py_shape, Dir};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::process::Command;

@@ -1,9 +1,7 @@
 //! End-to-end tests against the real binary in temporary directories. The JSON report: every key,
 //! its formatting, counts, strides, and where it goes.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------------------------------------
 // Reports

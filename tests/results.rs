@@ -2,9 +2,7 @@
 //! output format, threads, and every dtype's arithmetic (integer wrap, IEEE float32/float64,
 //! float16 rounding), input byte orders, storage orders and `.npy` versions.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 // ---------------------------------------------------------------------------------------------
 // Results
@@ -189,6 +187,85 @@ fn forced_progress_bar_does_not_corrupt_stdout_output() {
     out.ok();
     let got = parse_npy(&out.stdout).output_values::<f32>(&A_SHAPE);
     assert_same_bits(&got, &expected_sub());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes at the checks' edges: scalars, empty outputs, padded and the largest ranks
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn rank_2_is_padded_to_4_under_2_1_and_the_message_says_so() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]));
+    dir.write("b.npy", &npy(&[3], &[1.0f32, 1.0, 1.0]));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--feature-level", "2_1", "--report", "report.json"]).ok();
+    // The output keeps the inputs' broadcast shape; padding is only how DirectML sees it.
+    assert_eq!(dir.output::<f32>("out.npy", &[2, 3]), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let r = dir.report("report.json");
+    assert_eq!(r["support_row"], "2_1");
+    assert_eq!(check_status(&r, "dimension_count"), "pass");
+    let msg = check_message(&r, "dimension_count").to_lowercase();
+    assert!(msg.contains("pad"), "message should mention padding: {msg}");
+}
+
+#[test]
+fn rank_0_inputs_broadcast_like_scalars() {
+    // scalar - vector
+    let got = run_op("sub", &[], &[10i32], &[3], &[1, 2, 3], &[]);
+    assert_eq!(got, vec![9, 8, 7]);
+    // vector - scalar
+    let got = run_op("sub", &[3], &[1.5f32, 2.5, 3.5], &[], &[0.5f32], &[]);
+    assert_eq!(got, vec![1.0, 2.0, 3.0]);
+    // scalar - scalar keeps rank 0
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[], &[7.0f32]));
+    dir.write("b.npy", &npy(&[], &[2.0f32]));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "out.npy", "--report", "report.json"]).ok();
+    let out = dir.npy("out.npy");
+    assert!(out.header.contains("'shape': ()"), "header: {}", out.header);
+    assert_eq!(out.output_values::<f32>(&[]), vec![25.0]);
+    let r = dir.report("report.json");
+    assert_eq!(u64s(&r["output"]["shape"]), Vec::<u64>::new());
+    assert_eq!(r["elements"], 1);
+    assert_eq!(check_status(&r, "dimension_count"), "pass");
+}
+
+#[test]
+fn empty_tensors_are_allowed_with_level_none() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy::<f32>(&[0, 3], &[]));
+    dir.write("b.npy", &npy(&[3], &[1.0f32; 3]));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "out.npy", "-f", "none", "--report", "report.json"]).ok();
+    assert_eq!(dir.output::<f32>("out.npy", &[0, 3]), Vec::<f32>::new());
+    let r = dir.report("report.json");
+    assert_eq!(r["elements"], 0);
+    assert_eq!(check_status(&r, "nonzero_sizes"), "skip");
+    // Broadcasting against a zero-size dim: [2,1,0] x [3,1] -> [2,3,0].
+    dir.write("c.npy", &npy::<i16>(&[2, 1, 0], &[]));
+    dir.write("d.npy", &npy(&[3, 1], &[1i16, 2, 3]));
+    dir.run(&["sub", "c.npy", "d.npy", "-o", "out2.npy", "-f", "none"]).ok();
+    assert_eq!(dir.output::<i16>("out2.npy", &[2, 3, 0]), Vec::<i16>::new());
+}
+
+/// The output of the largest rank each level allows: 8 at a DirectML level, 32 at level none.
+#[test]
+fn outputs_of_the_largest_ranks_are_computed() {
+    let dir = Dir::new();
+    let s8 = [1, 2, 1, 1, 1, 1, 1, 3];
+    dir.write("a.npy", &npy(&s8, &[1u32, 2, 3, 4, 5, 6]));
+    dir.write("b.npy", &npy(&[1], &[1u32]));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy"]).ok();
+    assert_eq!(dir.output::<u32>("out.npy", &s8), vec![0, 1, 2, 3, 4, 5]);
+
+    let dir = Dir::new();
+    let mut s32 = vec![1usize; 32];
+    s32[0] = 2;
+    s32[31] = 3;
+    let a: Vec<i64> = (0..6).collect();
+    dir.write("a.npy", &npy(&s32, &a));
+    dir.write("b.npy", &npy(&[3], &[1i64, 1, 1]));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "-f", "none"]).ok();
+    assert_eq!(dir.output::<i64>("out.npy", &s32), vec![-1, 0, 1, 2, 3, 4]);
 }
 
 // ---------------------------------------------------------------------------------------------

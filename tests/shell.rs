@@ -6,9 +6,7 @@
 //! `TENSOROP_REQUIRE_SHELLS=1` (as CI sets, after installing them) makes that a failure.
 //! PowerShell has no Debian package, so its script is checked by its structure only.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

@@ -2,8 +2,7 @@
 //! vanishes with the process), the target is left as it was, and the exit status is 128 + the
 //! signal number (130 for Ctrl-C).
 
-mod common;
-
+use crate::common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,7 @@
 //! and backends, where it appears (report, standard error) and where it does not. The values
 //! themselves are checked against an independent Python reference in the NumPy cross-check.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

@@ -10,9 +10,7 @@
 //! by path: descriptor paths are exercised through `/dev/fd/N` and `/proc/self/fd/N` on
 //! descriptors the test owns.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};

@@ -63,8 +63,14 @@ pub fn run_op<T: Elem>(op: &str, sa: &[usize], a: &[T], sb: &[usize], b: &[T], e
 /// Runs `args` (which must include `--report report.json`) expecting exit 3, and returns the
 /// report after checking the common invalid-run properties.
 pub fn run_invalid(dir: &Dir, args: &[&str]) -> Value {
+    run_refused(dir, args).1
+}
+
+/// [`run_invalid`], returning the run too (for the refusal's wording on standard error).
+pub fn run_refused(dir: &Dir, args: &[&str]) -> (Out, Value) {
     let before = dir.listing();
-    dir.run(args).expect_code(3).expect_message();
+    let out = dir.run(args);
+    out.expect_code(3).expect_message();
     assert!(!dir.exists("out.npy"), "no output may be written on exit 3");
     assert_only_added(dir, &before, &["report.json"]);
     let r = dir.report("report.json");
@@ -73,7 +79,7 @@ pub fn run_invalid(dir: &Dir, args: &[&str]) -> Value {
     assert_eq!(r["valid"], false);
     assert!(r["error"].is_string(), "error should say why: {}", r["error"]);
     assert!(r["output"].is_null(), "output should be null when nothing was written");
-    r
+    (out, r)
 }
 
 /// Writes `bad` as the named input (the other one is a good float32 file), runs `sub`, and checks

@@ -1,13 +1,8 @@
 //! Shared helpers for the integration tests: the binary's path, a small `.npy` writer (any
 //! version, byte order, storage order, or a raw header for malformed files), a strict reader for
 //! the tool's output, run helpers with a time limit, and report accessors.
-//!
-//! Every test file includes this module with `mod common;`, so not every helper is used by every
-//! file.
-#![allow(dead_code)]
 
 mod fixtures;
-#[allow(unused_imports)] // not every test file uses the shared pair
 pub use fixtures::*;
 
 use serde_json::Value;
@@ -374,10 +369,6 @@ pub fn parse_npy(bytes: &[u8]) -> Npy {
 }
 
 impl Npy {
-    pub fn itemsize(&self) -> usize {
-        self.descr[2..].parse().expect("descr size")
-    }
-
     /// Checks this is the tool's output format — version 1.0, little-endian (or `|` for one-byte
     /// types), C order, exactly the data the shape needs — with the given element type and shape,
     /// and returns the elements.

@@ -1,0 +1,26 @@
+//! The end-to-end tests, built as one test binary: one module per area, each in its own file
+//! (`docs/testing.md` says what each covers), and the shared helpers in `common`, compiled
+//! once. `cargo test --release --test tests results::` runs one area.
+//!
+//! The tests of every area run on parallel threads of this one process, so none may change
+//! process-wide state (environment variables, the current directory, signal dispositions): a
+//! test passes what a run needs to the child's `Command` instead.
+
+mod common;
+
+mod backends;
+mod checks;
+mod commands;
+mod crosscheck;
+mod faults;
+mod fuzz_regressions;
+mod inputs;
+mod kill;
+mod outputs;
+mod prop;
+mod report;
+mod results;
+mod shell;
+mod signals;
+mod stats;
+mod targets;
