@@ -40,8 +40,10 @@ const DTYPES: [(&str, usize, bool); 11] = [
 ];
 
 /// (shape of A, shape of B, Fortran order for A, big-endian for B)
-const SHAPES: [(&[usize], &[usize], bool, bool); 6] = [
+const SHAPES: [(&[usize], &[usize], bool, bool); 7] = [
     (&[2, 3, 4], &[2, 3, 4], false, false),
+    // A alone broadcast (and not a scalar): the kernels' window bit of A.
+    (&[1, 7], &[5, 7], false, false),
     (&[5, 1, 7], &[3, 1], false, true),
     (&[], &[17], false, false),
     (&[33], &[33], false, false),

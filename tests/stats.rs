@@ -140,6 +140,28 @@ fn integer_sums_are_exact_integers_of_any_size() {
     assert!(text.contains("\"max\": 18446744073709551615"), "{text}");
 }
 
+/// The mean of an integer result is the exact sum over the count rounded once, on every thread
+/// count and backend: 4344 uint64 values summing to 49825399774920890454243, whose float64 sum
+/// divided by the count would be 1.1469935491464292e+19 (Python's
+/// `float(Fraction(sum, 4344))` is 1.1469935491464294e+19).
+#[test]
+fn the_integer_mean_is_rounded_once_everywhere() {
+    let dir = Dir::new();
+    let sum: u128 = 49_825_399_774_920_890_454_243;
+    let (q, r) = ((sum / 4344) as u64, (sum % 4344) as usize);
+    let a: Vec<u64> = (0..4344).map(|i| q + u64::from(i < r)).collect();
+    dir.write("a.npy", &npy(&[a.len()], &a));
+    dir.write("b.npy", &npy(&[1], &[0u64]));
+    let gpu = gpu_available("the_integer_mean_is_rounded_once_everywhere");
+    let runs: [&[&str]; 3] = [&["--threads", "1"], &["--threads", "3"], &["--backend", "wgpu"]];
+    for extra in runs.into_iter().filter(|r| gpu || r[0] != "--backend") {
+        let s = stats_of(&dir, "sub", extra, &[]);
+        let text = String::from_utf8(dir.read("r.json")).expect("utf-8");
+        assert!(text.contains(&format!("\"sum\": {sum},")), "{extra:?}: {text}");
+        assert_eq!(s["mean"].as_f64(), Some(1.1469935491464294e19), "{extra:?}");
+    }
+}
+
 #[test]
 fn stats_go_to_the_report_and_stderr_only_when_asked_and_only_on_success() {
     let dir = Dir::new();
