@@ -41,7 +41,10 @@ impl Accumulator {
         }
     }
 
-    /// Adds `values` (elements of the dtype the accumulator was made for).
+    /// Adds `values` (elements of the dtype the accumulator was made for). Never inlined: it
+    /// runs once per chunk, and inlined into the CPU workers' chunk loop it made the loop's own
+    /// code slower (10% more CPU time on a rank-4 broadcast, `docs/benchmarks.md`).
+    #[inline(never)]
     pub fn add<T: Summarise>(&mut self, values: &[T]) {
         T::add_all(self, values);
     }
