@@ -42,7 +42,7 @@ pub fn run(job: &Job, write: &mut EmitFn<'_>) -> Result<Ran> {
 }
 
 /// Where a worker finds an input's elements.
-enum Elements<'a, T> {
+enum InputView<'a, T> {
     /// The whole input, in storage order, shared by all workers.
     Resident(&'a [T]),
     /// A window of the input file, refilled by positional reads as the worker moves on.
@@ -51,7 +51,7 @@ enum Elements<'a, T> {
 
 /// One worker's view of one input: its source and a gather buffer for strided runs.
 struct Reader<'a, T> {
-    src: Elements<'a, T>,
+    src: InputView<'a, T>,
     gather: Vec<T>,
     read_time: Duration,
 }
@@ -59,7 +59,7 @@ struct Reader<'a, T> {
 impl<T: Arith> Reader<'_, T> {
     /// Makes sure elements `[off, off + n)` are available (a window is refilled if not).
     fn ensure(&mut self, off: u64, n: usize) -> Result<()> {
-        if let Elements::Window { input, total, buf, lo, len } = &mut self.src {
+        if let InputView::Window { input, total, buf, lo, len } = &mut self.src {
             if off < *lo || off + n as u64 > *lo + *len as u64 {
                 let take = (buf.capacity().max(n) as u64).min(*total - off) as usize;
                 buf.resize(take, T::zeroed());
@@ -87,8 +87,8 @@ impl<T: Arith> Reader<'_, T> {
         let span = if stride == 0 { 1 } else { ((n as u64 - 1) * stride + 1) as usize };
         self.ensure(off, span)?;
         let (data, base): (&[T], u64) = match &self.src {
-            Elements::Resident(d) => (d, 0),
-            Elements::Window { buf, lo, len, .. } => (&buf[..*len], *lo),
+            InputView::Resident(d) => (d, 0),
+            InputView::Window { buf, lo, len, .. } => (&buf[..*len], *lo),
         };
         let at = (off - base) as usize;
         Ok(match stride {
@@ -123,7 +123,7 @@ impl<T: Arith> Worker<'_, T> {
         let it = self.iter;
         let last = it.dims.len() - 1;
         let inner = it.dims[last];
-        let gatherable = |i: usize| it.is_identity(i) || matches!(self.readers[i].src, Elements::Resident(_));
+        let gatherable = |i: usize| it.is_identity(i) || matches!(self.readers[i].src, InputView::Resident(_));
         if inner < SHORT_RUN && out.len() as u64 > inner && gatherable(0) && gatherable(1) {
             return self.fill_gathered(start, out);
         }
@@ -153,7 +153,7 @@ impl<T: Arith> Worker<'_, T> {
         let n = out.len();
         let last = it.dims.len() - 1;
         for (i, r) in self.readers.iter_mut().enumerate() {
-            let Elements::Resident(data) = r.src else { continue };
+            let InputView::Resident(data) = r.src else { continue };
             if it.is_identity(i) {
                 continue;
             }
@@ -260,8 +260,8 @@ impl<'a, T: Arith + Summarise> Worker<'a, T> {
             iter: &job.iter,
             readers: [0, 1].map(|i| Reader {
                 src: match &resident[i] {
-                    Some(v) => Elements::Resident(v.as_slice()),
-                    None => Elements::Window {
+                    Some(v) => InputView::Resident(v.as_slice()),
+                    None => InputView::Window {
                         input: job.inputs[i],
                         total: job.inputs[i].header.elements,
                         buf: Vec::with_capacity(chunk),

@@ -65,7 +65,7 @@ pub(super) fn exact_float_sum(buckets: &[i128]) -> Option<f64> {
 }
 
 /// 2^e exactly, for e from -1074 to 1023.
-fn pow2(e: i64) -> f64 {
+pub(super) fn pow2(e: i64) -> f64 {
     if e >= -1022 {
         f64::from_bits(((e + 1023) as u64) << 52)
     } else {

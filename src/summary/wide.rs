@@ -2,6 +2,7 @@
 //! enough for 2^64 elements of any 64-bit dtype. It adds exactly in any order, prints in
 //! decimal, and divides by the element count into the correctly rounded float64 mean.
 
+use super::exact::pow2;
 use num_bigint::{BigInt, BigUint, Sign};
 use std::fmt;
 
@@ -78,7 +79,7 @@ fn quotient_to_f64(m: &BigUint, n: u64) -> Option<f64> {
     let round = q.bit(shift - 1);
     let below = &q & ((BigUint::from(1u32) << (shift - 1)) - 1u32);
     let sticky = below.bits() != 0 || r.bits() != 0;
-    let mut exp = shift as i32 - k as i32;
+    let mut exp = shift as i64 - k as i64;
     if round && (sticky || kept & 1 == 1) {
         kept += 1;
         if kept == 1 << 53 {
@@ -87,7 +88,7 @@ fn quotient_to_f64(m: &BigUint, n: u64) -> Option<f64> {
         }
     }
     // 53 bits times a power of two within float64's normal range: both exact.
-    Some(kept as f64 * 2f64.powi(exp))
+    Some(kept as f64 * pow2(exp))
 }
 
 #[cfg(test)]
