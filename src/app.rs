@@ -66,13 +66,15 @@ pub fn main() -> ExitCode {
     ExitCode::from(outcome.exit_code())
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: remove the temporary output and report files, say so, and exit
-/// with 128 + the signal number (130 for Ctrl-C), leaving every target as it was.
+/// On SIGINT, SIGTERM or SIGHUP (Unix), or Ctrl-C, Ctrl-Break or the console's closing
+/// (Windows): remove the temporary output and report files, say so, and exit with the status
+/// that system's tools use (130 for Ctrl-C on Unix, 0xC000013A on Windows), leaving every target
+/// as it was.
 fn clean_up_on_signals() {
-    sys::on_termination_signal(|sig| {
+    sys::on_interruption(|why| {
         output::remove_pending();
-        eprintln!("tensorop: interrupted by signal {sig}; no output was written");
-        std::process::exit(128 + sig);
+        eprintln!("tensorop: interrupted by {}; no output was written", why.what);
+        std::process::exit(why.exit_code);
     });
 }
 

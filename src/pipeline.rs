@@ -144,7 +144,7 @@ fn stages(cfg: &Config, trace: &mut Trace) -> Result<Outcome> {
     }
     let plan = trace.plan.insert(Plan::new(validation, [a, b])?).clone();
     if !cfg.dry_run {
-        execute(cfg, &plan, [a, b], trace)?;
+        execute(cfg, &plan, inputs, trace)?;
     }
     Ok(Outcome::Ok)
 }
@@ -164,10 +164,30 @@ fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Vec<NpyInput>> {
     Ok(inputs)
 }
 
-/// Opens the output, makes the planned C-order copies, starts the backend and streams the
-/// result into the output, then commits it.
-fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) -> Result<()> {
+/// Opens the output, computes the result into it, closes the inputs and commits the output.
+fn execute(cfg: &Config, plan: &Plan, inputs: Vec<NpyInput>, trace: &mut Trace) -> Result<()> {
     let mut sink = open_output(cfg, plan, trace)?;
+    let (ran, t) = compute(cfg, plan, [&inputs[0], &inputs[1]], &mut sink, trace)?;
+    // Closed before the output replaces a file: Windows does not replace a file that is open,
+    // as an in-place run's input is.
+    drop(inputs);
+    trace.synced = sink.commit().with_context(|| format!("output {}", cfg.output.label()))?;
+    trace.execute = Some(t.elapsed());
+    trace.summary = ran.summary.as_ref().map(|a| a.finish());
+    trace.threads_used = Some(ran.threads_used);
+    trace.busy = Some(ran.busy);
+    Ok(())
+}
+
+/// Makes the planned C-order copies, starts the backend and streams the result into `sink`.
+/// Returns what the backend ran, and when the streaming started.
+fn compute(
+    cfg: &Config,
+    plan: &Plan,
+    given: [&NpyInput; 2],
+    sink: &mut Sink,
+    trace: &mut Trace,
+) -> Result<(backend::Ran, Instant)> {
     let t = Instant::now();
     let copies = c_order_copies(plan, given)?;
     let inputs = [0, 1].map(|i| copies[i].as_ref().unwrap_or(given[i]));
@@ -177,7 +197,7 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
     let feeds = Plan::feeds(&iter, inputs, gpu.as_ref().map_or(RESIDENT_BYTES, |g| g.resident_limit()));
     let out_label = cfg.output.label();
     let in_place = match gpu {
-        None => reserve_in_place(&sink, plan, &out_label)?,
+        None => reserve_in_place(sink, plan, &out_label)?,
         Some(_) => None,
     };
     let positional =
@@ -193,13 +213,8 @@ fn execute(cfg: &Config, plan: &Plan, given: [&NpyInput; 2], trace: &mut Trace) 
         positional,
     };
     let t = Instant::now();
-    let ran = stream(cfg, plan, &job, gpu.as_ref(), &mut sink, trace)?;
-    trace.synced = sink.commit().with_context(|| format!("output {out_label}"))?;
-    trace.execute = Some(t.elapsed());
-    trace.summary = ran.summary.as_ref().map(|a| a.finish());
-    trace.threads_used = Some(ran.threads_used);
-    trace.busy = Some(ran.busy);
-    Ok(())
+    let ran = stream(cfg, plan, &job, gpu.as_ref(), sink, trace)?;
+    Ok((ran, t))
 }
 
 /// Opens the output before any work: what its path names is decided here, once, and an output

@@ -75,11 +75,13 @@ impl NpyInput {
     }
 
     fn from_file(label: &str, mut file: File) -> Result<NpyInput> {
-        let meta = file.metadata().context("cannot inspect the file")?;
-        if meta.is_dir() {
+        // A handle whose kind the system cannot tell (standard input under Wine) is read as a
+        // stream.
+        let meta = file.metadata().ok();
+        if meta.as_ref().is_some_and(|m| m.is_dir()) {
             bail!("is a directory, not a .npy file");
         }
-        if meta.is_file() {
+        if let Some(meta) = meta.filter(|m| m.is_file()) {
             // Read in place: the header is bounded by the real size before anything is allocated.
             let base = file.stream_position().unwrap_or(0);
             let size = meta.len().saturating_sub(base);
@@ -234,7 +236,11 @@ mod tests {
             let writer = std::thread::spawn(move || {
                 let _ = w.write_all(&data);
             });
-            let res = NpyInput::spool("-", File::from(std::os::fd::OwnedFd::from(r)));
+            #[cfg(unix)]
+            let r = File::from(std::os::fd::OwnedFd::from(r));
+            #[cfg(windows)]
+            let r = File::from(std::os::windows::io::OwnedHandle::from(r));
+            let res = NpyInput::spool("-", r);
             writer.join().unwrap();
             assert_eq!(res.is_ok(), ok);
             if let Ok(input) = res {

@@ -200,24 +200,20 @@ impl Sink {
     /// the file it replaces; else `0666` less the umask.
     fn replace(target: PathBuf, existing: Option<&std::fs::Metadata>, unnamed: bool) -> Result<Handle> {
         let dir = parent_dir(&target).to_path_buf();
-        let mode = existing.map(sys::mode);
-        let like_existing = |file: &File| {
-            if let (Some(mode), Some(meta)) = (mode, existing) {
-                // Creation applied the umask; the replaced file's exact mode and owner are
-                // restored.
-                sys::copy_owner(file, meta);
-                let _ = file.set_permissions(sys::permissions(mode));
-            }
-        };
-        if let Some(file) = unnamed.then(|| sys::unnamed_file_in(&dir, mode.unwrap_or(0o666))).flatten() {
+        // Creation applied the umask; the replaced file's exact mode and owner are restored.
+        let like_existing = |file: &File| existing.into_iter().for_each(|meta| sys::keep_like(file, meta));
+        if let Some(file) = unnamed.then(|| sys::unnamed_file_in(&dir, existing)).flatten() {
             like_existing(&file);
             leftovers::hold(&file);
             return Ok(Handle::Unnamed { file, target, existed: existing.is_some() });
         }
-        let tmp = tempfile::Builder::new()
-            .prefix(&temporary_prefix(&target))
-            .suffix(TEMPORARY_SUFFIX)
-            .permissions(sys::permissions(mode.unwrap_or(0o666)))
+        let prefix = temporary_prefix(&target);
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(TEMPORARY_SUFFIX);
+        if let Some(permissions) = sys::new_file_permissions(existing) {
+            builder.permissions(permissions);
+        }
+        let tmp = builder
             .tempfile_in(&dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
         like_existing(tmp.as_file());
@@ -347,8 +343,6 @@ fn parent_dir(path: &Path) -> &Path {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs::Permissions;
-    use std::os::unix::fs::PermissionsExt;
 
     fn open(p: &Path) -> Result<Sink> {
         Sink::open(&Destination::Path(p.to_path_buf()), Writing::default())
@@ -368,7 +362,8 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let target = dir.path().join("out.npy");
             std::fs::write(&target, b"old").unwrap();
-            std::fs::set_permissions(&target, Permissions::from_mode(0o640)).unwrap();
+            #[cfg(unix)]
+            std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
             let open = || Sink::open(&Destination::Path(target.clone()), how).unwrap();
 
             let mut s = open();
@@ -388,8 +383,12 @@ mod tests {
             s.write(b"new data").unwrap();
             assert_eq!(s.commit().unwrap(), durable);
             assert_eq!(std::fs::read(&target).unwrap(), b"new data");
-            let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
-            assert_eq!(mode, 0o640, "{how:?}");
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o640, "{how:?}");
+            }
             assert_eq!(names(dir.path()), ["out.npy"], "{how:?}");
 
             // A new target: the file appears complete under its name, and nothing else does.
@@ -412,6 +411,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_descriptor_path_is_written_in_order_at_its_offset() {
         use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().unwrap();

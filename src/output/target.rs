@@ -1,6 +1,7 @@
 //! What an output path names, decided once, before anything is written: a file to replace
 //! atomically (after following symbolic links to the file they finally name), or something to
-//! write in order and never rename over (a device, a FIFO, a socket, a descriptor path). The
+//! write in order and never rename over (a device, a FIFO, a socket, a descriptor path, and on
+//! Windows a device name such as `NUL`, `CON` or `\\.\pipe\NAME`). The
 //! rules, for `-o` and `--report` alike, are in `docs/cli.md`, "Output targets".
 
 use crate::sys::{self, FileKind};
@@ -21,8 +22,8 @@ pub enum Target {
     /// This process's descriptor (`-`, `/dev/stdout`, `/dev/fd/N`): duplicated and written at
     /// its offset.
     Descriptor(i32),
-    /// A character or block device, a FIFO, or another process's descriptor link: opened and
-    /// written in order.
+    /// A character or block device, a FIFO, another process's descriptor link, or a Windows
+    /// device name (`NUL`, `CON`, a named pipe): opened and written in order.
     Device(PathBuf),
     /// A Unix socket: connected to and written in order.
     Socket(PathBuf),
@@ -37,7 +38,7 @@ impl Target {
             if let Some(fd) = sys::own_descriptor(&cur) {
                 return Ok(Target::Descriptor(fd));
             }
-            if sys::foreign_descriptor(&cur) {
+            if sys::foreign_descriptor(&cur) || sys::device_name(&cur) {
                 return Ok(Target::Device(cur));
             }
             let meta = match fs::symlink_metadata(&cur) {
@@ -72,7 +73,12 @@ impl Target {
                 FileKind::Directory => {
                     bail!("{} is a symbolic link to the directory {}; give a file path", given.display(), cur.display())
                 }
-                FileKind::Regular => return Ok(Target::Replace { path: cur, existing: Some(meta) }),
+                FileKind::Regular => {
+                    if let Some(why) = sys::replace_refusal(&cur, &meta) {
+                        bail!(why);
+                    }
+                    return Ok(Target::Replace { path: cur, existing: Some(meta) });
+                }
                 FileKind::Device => return Ok(Target::Device(cur)),
                 FileKind::Socket => return Ok(Target::Socket(cur)),
             }
@@ -102,7 +108,6 @@ fn check_directory(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::symlink;
 
     fn resolve(p: &Path) -> String {
         match Target::resolve(p) {
@@ -115,7 +120,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn files_links_and_refusals() {
+        use std::os::unix::fs::symlink;
         let d = tempfile::tempdir().expect("tempdir");
         let p = |n: &str| d.path().join(n);
         fs::write(p("real"), b"x").unwrap();
@@ -141,6 +148,29 @@ mod tests {
         assert!(resolve(&p("real/out.npy")).contains("is not a directory"));
         assert_eq!(resolve(Path::new("/dev/stdout")), "fd 1");
         assert_eq!(resolve(Path::new("/dev/fd/5")), "fd 5");
+    }
+
+    #[test]
+    #[cfg(windows)]
+    fn device_names_are_written_in_order_and_files_refused_up_front() {
+        let d = tempfile::tempdir().expect("tempdir");
+        for name in ["NUL", "nul", "CON", r"\\.\pipe\x", "//./pipe/x"] {
+            assert_eq!(resolve(Path::new(name)), format!("device {name}"));
+        }
+        let held = d.path().join("held.npy");
+        fs::write(&held, b"x").unwrap();
+        let open = {
+            use std::os::windows::fs::OpenOptionsExt;
+            fs::OpenOptions::new().read(true).share_mode(0).open(&held).unwrap()
+        };
+        assert!(resolve(&held).contains("is open in another program"), "{}", resolve(&held));
+        drop(open);
+        assert_eq!(resolve(&held), format!("replace {} true", held.display()));
+        let mut perms = fs::metadata(&held).unwrap().permissions();
+        perms.set_readonly(true);
+        fs::set_permissions(&held, perms).unwrap();
+        assert!(resolve(&held).contains("is read-only"), "{}", resolve(&held));
+        assert!(resolve(&d.path().join("sub")).starts_with("replace"));
     }
 
     #[test]

@@ -59,24 +59,37 @@ fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-fn api_name(b: wgpu::Backends) -> &'static str {
-    if b == wgpu::Backends::VULKAN {
-        "Vulkan"
-    } else if b == wgpu::Backends::METAL {
-        "Metal"
-    } else if b == wgpu::Backends::DX12 {
-        "DX12"
-    } else {
-        "OpenGL"
-    }
+/// The APIs tensorop opens adapters through, in the order it tries them.
+const APIS: [(wgpu::Backends, &str); 4] = [
+    (wgpu::Backends::DX12, "DX12"),
+    (wgpu::Backends::VULKAN, "Vulkan"),
+    (wgpu::Backends::METAL, "Metal"),
+    (wgpu::Backends::GL, "OpenGL"),
+];
+
+/// The single APIs in the set `b`, in the order they are tried.
+fn apis(b: wgpu::Backends) -> impl Iterator<Item = (wgpu::Backends, &'static str)> {
+    APIS.into_iter().filter(move |(api, _)| b.contains(*api))
 }
 
 fn no_adapter(b: wgpu::Backends) -> anyhow::Error {
+    let names: Vec<&str> = apis(b).map(|(_, name)| name).collect();
     anyhow!(
         "no GPU adapter found through {}; install a driver for it (on Linux, mesa-vulkan-drivers provides \
          the CPU-based lavapipe) or use --backend cpu",
-        api_name(b)
+        names.join(" or ")
     )
+}
+
+/// The high-performance adapter of `api`, if it has one.
+fn adapter_of(api: wgpu::Backends) -> Option<wgpu::Adapter> {
+    let options = wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        force_fallback_adapter: false,
+        compatible_surface: None,
+        apply_limit_buckets: false,
+    };
+    pollster::block_on(instance(api).request_adapter(&options)).ok()
 }
 
 /// The optional shader features tensorop can use, with their names.
@@ -88,18 +101,23 @@ const FEATURES: [(wgpu::Features, &str); 4] = [
 ];
 
 impl Gpu {
-    /// Opens the first high-performance adapter of `tuning`'s API and probes it.
+    /// Opens the high-performance adapter of the first of `tuning`'s APIs that has one that
+    /// opens, and probes it. Errors: no adapter at all, or the last API's failure to open one.
     pub(crate) fn open(tuning: &WgpuTuning) -> Result<Gpu> {
+        let mut failure = None;
+        for (api, _) in apis(tuning.api) {
+            let Some(adapter) = adapter_of(api) else { continue };
+            match Self::open_adapter(adapter, tuning) {
+                Ok(gpu) => return Ok(gpu),
+                Err(e) => failure = Some(e),
+            }
+        }
+        Err(failure.unwrap_or_else(|| no_adapter(tuning.api)))
+    }
+
+    /// Opens `adapter` with the features tensorop can use and probes it.
+    fn open_adapter(adapter: wgpu::Adapter, tuning: &WgpuTuning) -> Result<Gpu> {
         let t = Instant::now();
-        let b = tuning.api;
-        let inst = instance(b);
-        let adapter = pollster::block_on(inst.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            apply_limit_buckets: false,
-        }))
-        .map_err(|_| no_adapter(b))?;
         let info = adapter.get_info();
         let emulate = tuning.emulate;
         let wanted = wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;

@@ -109,7 +109,8 @@ fn platform_api() -> wgpu::Backends {
     if cfg!(any(target_os = "macos", target_os = "ios")) {
         wgpu::Backends::METAL
     } else if cfg!(windows) {
-        wgpu::Backends::DX12
+        // DX12 first, the API DirectML runs on; Vulkan where DX12 has no adapter.
+        wgpu::Backends::DX12 | wgpu::Backends::VULKAN
     } else {
         wgpu::Backends::VULKAN
     }

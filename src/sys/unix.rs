@@ -1,17 +1,8 @@
-//! Operating-system specifics, in one place so that a port touches one file: positional reads
-//! and writes, free space, unnamed files and durability, termination signals, file kinds,
-//! permission bits and owners, opening without following links, and descriptor paths (`/dev/stdout`, `/dev/fd/N`,
-//! `/proc/self/fd/N`).
-//!
-//! tensorop is tested on Linux and written for any Unix (macOS is expected to work); Windows is
-//! not supported yet, and this module is where that port starts (see `docs/cli.md`, "Platforms").
+//! The Unix implementation of [`crate::sys`]: `pread`/`pwrite`, `fallocate`, `O_TMPFILE` and
+//! `linkat`, `statvfs`, SIGINT/SIGTERM/SIGHUP, permission bits and owners, `O_NOFOLLOW`, and the
+//! descriptor paths (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`).
 
-#[cfg(not(unix))]
-compile_error!(
-    "tensorop supports Unix systems only for now (Linux is tested, macOS expected); a Windows port \
-     starts in src/sys.rs"
-);
-
+use super::{FileKind, Interruption};
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -50,11 +41,12 @@ pub fn preallocate(file: &File, len: u64) -> io::Result<()> {
 }
 
 /// An unnamed regular file in the directory `dir` (Linux `O_TMPFILE`), with the permission bits
-/// `mode` less the umask, which [`link_unnamed`] names once it is complete: until then no
+/// of the `existing` file it will replace (else `0666`) less the umask, which [`link_unnamed`] names once it is complete: until then no
 /// directory lists it, so a run killed at any moment leaves nothing behind. `None` where the
 /// system or the filesystem has no unnamed files (the caller then uses a named temporary file),
 /// or where `/proc/self/fd`, through which it is named, is missing.
-pub fn unnamed_file_in(dir: &Path, mode: u32) -> Option<File> {
+pub fn unnamed_file_in(dir: &Path, existing: Option<&Metadata>) -> Option<File> {
+    let mode = existing.map_or(0o666, mode);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -153,29 +145,23 @@ pub fn available_bytes(dir: &Path) -> Option<u64> {
     Some(avail.saturating_mul(frsize))
 }
 
-/// Calls `handler` with the signal number, on a thread of its own, when SIGINT, SIGTERM or
-/// SIGHUP arrives. Does nothing where the handlers cannot be installed.
-pub fn on_termination_signal(handler: impl FnOnce(i32) + Send + 'static) {
+/// Calls `handler`, on a thread of its own, when SIGINT, SIGTERM or SIGHUP arrives. Does
+/// nothing where the handlers cannot be installed.
+pub fn on_interruption(handler: impl FnOnce(Interruption) + Send + 'static) {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            handler(sig);
+            let what = match sig {
+                SIGINT => "signal 2",
+                SIGTERM => "signal 15",
+                _ => "signal 1",
+            };
+            handler(Interruption { what, exit_code: 128 + sig });
         }
     });
-}
-
-/// What a path names, as far as writing to it is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    Regular,
-    Directory,
-    Symlink,
-    /// A character or block device, or a FIFO: opened and written in order.
-    Device,
-    Socket,
 }
 
 impl FileKind {
@@ -220,6 +206,19 @@ pub fn own_descriptor(path: &Path) -> Option<i32> {
     n.parse::<i32>().ok().filter(|n| *n >= 0)
 }
 
+/// Whether `path` is a device name rather than a file (Windows's `NUL`, `CON`, `\\.\pipe\NAME`):
+/// never on Unix, where devices are files and [`FileKind::of`] tells them.
+pub fn device_name(_path: &Path) -> bool {
+    false
+}
+
+/// Why the regular file `path` cannot be replaced, with the fix; `None` when it can. On Unix a
+/// rename needs only the directory's write permission (as `mv`), which the temporary file's
+/// creation checks.
+pub fn replace_refusal(_path: &Path, _meta: &Metadata) -> Option<String> {
+    None
+}
+
 /// Whether `path` is another process's descriptor link (`/proc/PID/fd/N`). Its link text
 /// (`pipe:[1234]`) names no file, so it is opened as it is, never followed by hand.
 pub fn foreign_descriptor(path: &Path) -> bool {
@@ -262,25 +261,31 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
 }
 
-/// Whether two metadata describe the same file (device and inode).
-pub fn same_file(a: &Metadata, b: &Metadata) -> bool {
-    (a.dev(), a.ino()) == (b.dev(), b.ino())
+/// Whether `path` still names the file `held` (device and inode; links not followed).
+pub fn same_file(held: &File, path: &Path) -> bool {
+    match (held.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 /// Permission bits (with setuid, setgid and sticky) of `meta`.
-pub fn mode(meta: &Metadata) -> u32 {
+fn mode(meta: &Metadata) -> u32 {
     meta.permissions().mode() & 0o7777
 }
 
-/// Permissions with exactly `mode`'s bits (creation still applies the umask).
-pub fn permissions(mode: u32) -> Permissions {
-    Permissions::from_mode(mode)
+/// The permissions a new temporary file is created with: those of the `existing` file it will
+/// replace, else `0666` (creation still applies the umask).
+pub fn new_file_permissions(existing: Option<&Metadata>) -> Option<Permissions> {
+    Some(Permissions::from_mode(existing.map_or(0o666, mode)))
 }
 
-/// Gives `file` the owner and group of `like`, where this process may (root may; others may
-/// keep their own owner, which is what the file already has): best effort, as `cp -p` tries.
-pub fn copy_owner(file: &File, like: &Metadata) {
-    let _ = std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid()));
+/// Gives `file` the exact permission bits and, where this process may (root may; others keep
+/// their own owner, which is what the file already has), the owner and group of `existing`:
+/// best effort, as `cp -p` tries.
+pub fn keep_like(file: &File, existing: &Metadata) {
+    let _ = std::os::unix::fs::fchown(file, Some(existing.uid()), Some(existing.gid()));
+    let _ = file.set_permissions(Permissions::from_mode(mode(existing)));
 }
 
 #[cfg(test)]
