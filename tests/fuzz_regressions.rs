@@ -7,7 +7,6 @@
 
 use crate::common;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,19 +29,29 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// Opens `bytes` as the command line opens an input: from a regular file, and from a pipe (by
-/// its `/dev/fd` path, as `<(...)` gives it). Both must agree; the in-place result is returned.
+/// Opens `bytes` as the command line opens an input: from a regular file, and (on Unix) from a
+/// pipe, by its `/dev/fd` path, as `<(...)` gives it. Both must agree; the in-place result is
+/// returned. (Windows has no such path; its streamed input is tested through standard input.)
 fn open_both_ways(bytes: &[u8]) -> anyhow::Result<NpyInput> {
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
     file.write_all(bytes).expect("write temp file");
     let in_place = NpyInput::open_path(file.path());
+    #[cfg(unix)]
+    check_streamed_agrees(file.path(), &in_place);
+    in_place
+}
+
+/// Opens the file at `path` through a pipe and checks it agrees with `in_place`.
+#[cfg(unix)]
+fn check_streamed_agrees(path: &Path, in_place: &anyhow::Result<NpyInput>) {
+    use std::os::fd::AsRawFd;
     // `cat` writes the file into a pipe, as `<(cat FILE)` would.
-    let mut cat = Command::new("cat").arg(file.path()).stdout(Stdio::piped()).spawn().expect("spawn cat");
+    let mut cat = Command::new("cat").arg(path).stdout(Stdio::piped()).spawn().expect("spawn cat");
     let pipe = cat.stdout.take().expect("cat's stdout");
     let streamed = NpyInput::open_path(format!("/dev/fd/{}", pipe.as_raw_fd()));
     drop(pipe);
     let _ = cat.wait();
-    match (&in_place, &streamed) {
+    match (in_place, &streamed) {
         (Ok(a), Ok(b)) => {
             assert_eq!((&a.header.dtype, &a.header.shape), (&b.header.dtype, &b.header.shape));
             assert_eq!(read_all(a), read_all(b), "file and pipe read different data");
@@ -51,7 +60,6 @@ fn open_both_ways(bytes: &[u8]) -> anyhow::Result<NpyInput> {
         (Err(_), Err(_)) => {}
         (a, b) => panic!("file and pipe disagree: {:?} vs {:?}", a.as_ref().err(), b.as_ref().err()),
     }
-    in_place
 }
 
 /// Every element of a numeric input in storage order (machine byte order), as bytes.

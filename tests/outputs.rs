@@ -219,11 +219,24 @@ fn leftovers_of_killed_runs_are_removed_by_the_next_run_to_the_target() {
     assert_eq!(dir.report("r.json")["output"]["removed_leftovers"], serde_json::json!([]));
 }
 
+/// Gives `path` the permission bits `mode`.
+#[cfg(unix)]
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// The permission bits of `path`.
+#[cfg(unix)]
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).expect("stat").permissions().mode() & 0o777
+}
+
 /// The report says how the result reached its name and whether `--fsync` made it durable; the
-/// result and its permissions are the same every way, in place too.
+/// result and (on Unix) its permissions are the same every way, in place too.
 #[test]
 fn temporary_file_and_fsync_are_reported() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = Dir::new();
     write_ab(&dir);
     dir.run(&["sub", "a.npy", "b.npy", "-o", "expected.npy"]).ok();
@@ -239,7 +252,8 @@ fn temporary_file_and_fsync_are_reported() {
         if !in_place {
             std::fs::write(dir.path(args[1]), b"old").unwrap();
         }
-        std::fs::set_permissions(dir.path(args[1]), std::fs::Permissions::from_mode(0o600)).unwrap();
+        #[cfg(unix)]
+        set_mode(&dir.path(args[1]), 0o600);
         let all = [&["sub", "a.npy", "b.npy", "--report", "r.json"][..], args].concat();
         dir.run_env(&all, &[("TENSOROP_NAMED_TEMPFILES", env)]).ok();
         let r = dir.report("r.json");
@@ -247,8 +261,8 @@ fn temporary_file_and_fsync_are_reported() {
         assert_eq!(r["output"]["temporary_file"], staging, "{what}");
         assert_eq!(r["output"]["fsync"], fsync, "{what}");
         assert_eq!(dir.read(args[1]), dir.read("expected.npy"), "{what}");
-        let mode = std::fs::metadata(dir.path(args[1])).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600, "{what}: the replaced file's permissions");
+        #[cfg(unix)]
+        assert_eq!(mode_of(&dir.path(args[1])), 0o600, "{what}: the replaced file's permissions");
         assert_eq!(dir.listing().len(), if in_place { 4 } else { 5 }, "{what}: {:?}", dir.listing());
         std::fs::remove_file(dir.path("c.npy")).ok();
     }

@@ -21,6 +21,10 @@ mod prop;
 mod report;
 mod results;
 mod shell;
+#[cfg(unix)]
 mod signals;
 mod stats;
+#[cfg(unix)]
 mod targets;
+#[cfg(windows)]
+mod windows;

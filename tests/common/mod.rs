@@ -620,6 +620,7 @@ pub fn gpu_available(test: &str) -> bool {
 
 /// Whether the process `pid` holds an output file open in `dir`: an unnamed one (its `/proc`
 /// link reads `DIR/#INODE (deleted)`) or a named temporary file (`.NAME.XXXXXX.tensorop-tmp`).
+#[cfg(unix)]
 pub fn writing_output_in(pid: u32, dir: &Path) -> bool {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
