@@ -87,7 +87,7 @@ fn mknod_char(dir: &Dir, name: &str, major: u32, minor: u32, test: &str) -> Opti
     let path = dir.path(name);
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
     // SAFETY: `c` is a NUL-terminated path that outlives the call.
-    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(major, minor)) };
+    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(major as _, minor as _)) };
     if rc == 0 {
         return Some(path);
     }

@@ -118,6 +118,7 @@ pub(super) type Path = fn(&mut FloatSum, &[f32]);
 /// and the others, so that the tests compare them all.
 #[cfg(test)]
 pub(super) fn paths() -> Vec<(&'static str, Path)> {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // only x86 has more tiers
     let mut paths: Vec<(&'static str, Path)> = vec![("dispatched", add), ("portable", add_portable)];
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") {
