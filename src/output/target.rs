@@ -97,8 +97,10 @@ fn check_directory(path: &Path) -> Result<()> {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => bail!("{} is not a directory, so {} cannot be created in it", dir.display(), path.display()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
-            "the directory {} does not exist; create it first (mkdir -p {}) or choose another path",
+            "the directory {} does not exist; create it first ({} {}) or choose another path",
             dir.display(),
+            // PowerShell's and cmd's mkdir make the missing parents too.
+            if cfg!(windows) { "mkdir" } else { "mkdir -p" },
             dir.display()
         ),
         Err(e) => Err(e).with_context(|| format!("cannot inspect the directory {}", dir.display())),
