@@ -128,6 +128,27 @@ fn a_target_open_without_sharing_is_refused_and_kept() {
     assert_eq!(dir.listing(), before);
 }
 
+/// A target another program holds open with delete sharing: Windows 10 and later replace it (the
+/// holder keeps the old file); Wine refuses. Either way the result is whole or not there at all.
+#[test]
+fn a_target_open_with_delete_sharing_is_replaced_or_refused_whole() {
+    let (dir, reference) = case();
+    dir.write("out.npy", b"previous result");
+    let before = dir.listing();
+    let all_sharing = 0x1 | 0x2 | 0x4; // FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE
+    let held =
+        OpenOptions::new().read(true).share_mode(all_sharing).open(dir.path("out.npy")).expect("hold the target");
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy"]);
+    drop(held);
+    if out.code == Some(0) {
+        assert_eq!(dir.read("out.npy"), reference, "replaced, but not by the whole result");
+    } else {
+        out.expect_code(1).stderr_mentions("out.npy is open in another program");
+        assert_eq!(dir.read("out.npy"), b"previous result");
+    }
+    assert_eq!(dir.listing(), before, "a temporary file was left behind");
+}
+
 #[test]
 fn standard_streams_carry_bytes_unchanged() {
     let dir = Dir::new();

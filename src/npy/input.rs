@@ -75,9 +75,13 @@ impl NpyInput {
     }
 
     fn from_file(label: &str, mut file: File) -> Result<NpyInput> {
-        // A handle whose kind the system cannot tell (standard input under Wine) is read as a
-        // stream.
-        let meta = file.metadata().ok();
+        // On Windows, a handle whose kind the system cannot tell (standard input under Wine) is
+        // read as a stream.
+        let meta = match file.metadata() {
+            Ok(meta) => Some(meta),
+            Err(_) if cfg!(windows) => None,
+            Err(e) => return Err(e).context("cannot inspect the file"),
+        };
         if meta.as_ref().is_some_and(|m| m.is_dir()) {
             bail!("is a directory, not a .npy file");
         }

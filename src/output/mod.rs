@@ -305,7 +305,7 @@ impl Sink {
             }
             Handle::Named { tmp, target, _pending } => {
                 let synced = sync(tmp.as_file())?;
-                tmp.persist(&target).map_err(|e| e.error).with_context(|| into_place(&target))?;
+                sys::persist(tmp, &target, durable).with_context(|| into_place(&target))?;
                 (synced, target)
             }
             Handle::Direct { mut file, .. } => {

@@ -117,6 +117,12 @@ pub fn sync_file(file: &File) -> io::Result<bool> {
     }
 }
 
+/// Renames the finished temporary file `tmp` over `target` (`rename(2)`: atomic, replacing any
+/// file there). `--fsync` is served by [`sync_directory`] after it.
+pub fn persist(tmp: tempfile::NamedTempFile, target: &Path, _durable: bool) -> io::Result<()> {
+    tmp.persist(target).map(drop).map_err(|e| e.error)
+}
+
 /// Flushes the directory `dir` (its entries: a new or renamed name) to stable storage.
 pub fn sync_directory(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()

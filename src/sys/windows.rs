@@ -18,8 +18,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use windows_sys::Win32::Foundation::{ERROR_LOCK_VIOLATION, ERROR_SHARING_VIOLATION, STATUS_CONTROL_C_EXIT};
 use windows_sys::Win32::Storage::FileSystem::{
-    GetDiskFreeSpaceExW, GetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION, DELETE, FILE_FLAG_BACKUP_SEMANTICS,
-    FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
+    GetDiskFreeSpaceExW, GetFileInformationByHandle, GetFileType, MoveFileExW, BY_HANDLE_FILE_INFORMATION, DELETE,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
+    FILE_TYPE_DISK, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH,
 };
 use windows_sys::Win32::System::Console::{
     SetConsoleCtrlHandler, CTRL_BREAK_EVENT, CTRL_CLOSE_EVENT, CTRL_C_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT,
@@ -75,16 +76,56 @@ pub fn link_unnamed(_file: &File, _path: &Path) -> io::Result<()> {
 }
 
 /// Flushes `file`'s data and metadata to stable storage (`FlushFileBuffers`). `Ok(false)` for
-/// what is not a file on disk (a pipe, `NUL`, the console): there is nothing durable to make.
+/// what is not a file on disk (a pipe, whose flush would wait for its reader; `NUL`; the
+/// console): there is nothing durable to make.
 pub fn sync_file(file: &File) -> io::Result<bool> {
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => file.sync_all().map(|()| true),
-        _ => Ok(false),
+    // SAFETY: a plain query on a handle that is open for the duration of the call.
+    if unsafe { GetFileType(file.as_raw_handle()) } != FILE_TYPE_DISK {
+        return Ok(false);
+    }
+    file.sync_all().map(|()| true)
+}
+
+/// Renames the finished temporary file `tmp` over `target`, replacing any file there. The file
+/// is closed first, then renamed as `std::fs::rename` does (with POSIX semantics where Windows
+/// has them: the old file may still be open elsewhere with delete sharing); with `durable`
+/// (`--fsync`), by `MoveFileExW` with `MOVEFILE_WRITE_THROUGH`, which returns once the rename is
+/// on disk. On failure the temporary file is removed, and a target another program holds is
+/// named as such.
+pub fn persist(tmp: tempfile::NamedTempFile, target: &Path, durable: bool) -> io::Result<()> {
+    // Closed, and made a normal file (tempfile marks its files temporary), before the rename.
+    let path = tmp.into_temp_path().keep().map_err(|e| e.error)?;
+    let renamed = if durable {
+        let (from, to) = (wide(&path), wide(target));
+        // SAFETY: both paths are NUL-terminated and outlive the call.
+        let ok = unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH) };
+        if ok != 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    } else {
+        std::fs::rename(&path, target)
+    };
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+    match renamed {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(5) | Some(32) | Some(33)) => Err(io::Error::new(
+            e.kind(),
+            format!(
+                "{} is open in another program, or you may not replace it ({e}); close it there and run \
+                 again, or check its permissions",
+                target.display()
+            ),
+        )),
+        Err(e) => Err(e),
     }
 }
 
-/// Nothing to do: Windows offers programs no flush of a directory's entries, and NTFS journals
-/// a rename with the file system's metadata.
+/// Nothing more to do: with `--fsync`, [`persist`] renames with `MOVEFILE_WRITE_THROUGH`, which
+/// returns once the rename is on disk.
 pub fn sync_directory(_dir: &Path) -> io::Result<()> {
     Ok(())
 }
@@ -157,26 +198,17 @@ impl FileKind {
     }
 }
 
-/// The names Windows reserves for devices in every directory, compared without case.
-const DEVICE_NAMES: [&str; 24] = [
-    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7", "COM8",
-    "COM9", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9",
-];
-
 /// Whether `path` names a device rather than a file: a path in the device namespace
-/// (`\\.\pipe\NAME`, `\\.\COM10`), or a reserved name (`NUL`, `con`, `C:\dir\NUL`, `NUL:`;
-/// trailing dots and spaces ignored). A reserved name with an extension (`NUL.npy`) is a file
-/// name here, as Windows 11 treats it.
+/// (`\\.\pipe\NAME`, `\\.\COM10`), or a name Windows itself resolves to one (`NUL`, `con`,
+/// `COM1`, `NUL:`). The latter is asked of Windows (`GetFullPathNameW`, through
+/// `std::path::absolute`), so each version's own rules hold: Windows 10 reserves `NUL.npy` and
+/// `dir\CON` too, Windows 11 only the bare names (and `NUL` in any directory).
 pub fn device_name(path: &Path) -> bool {
-    let Some(s) = path.to_str() else { return false };
-    if s.starts_with(r"\\.\") || s.starts_with("//./") {
+    let device_namespace = |s: &str| s.starts_with(r"\\.\") || s.starts_with("//./");
+    if path.to_str().is_some_and(device_namespace) {
         return true;
     }
-    let last = s.rsplit(['\\', '/']).next().unwrap_or(s);
-    let last = last.trim_end_matches([' ', '.']);
-    let last = last.strip_suffix(':').unwrap_or(last);
-    let last = last.rsplit_once(':').map_or(last, |(_, name)| name); // `C:NUL`
-    DEVICE_NAMES.iter().any(|d| d.eq_ignore_ascii_case(last))
+    std::path::absolute(path).ok().and_then(|p| p.to_str().map(device_namespace)).unwrap_or(false)
 }
 
 /// Why the regular file `path` cannot be replaced, with the fix; `None` when it can. Windows
@@ -285,21 +317,19 @@ mod tests {
 
     #[test]
     fn device_names_are_recognised() {
+        // Names every Windows version agrees on; the rest is each version's own rule.
         for (p, device) in [
             ("NUL", true),
             ("nul", true),
-            ("NUL:", true),
-            ("nul. ", true),
+            ("CON", true),
+            ("COM1", true),
             (r"C:\work\NUL", true),
-            ("dir/con", true),
-            ("CONOUT$", true),
-            ("COM9", true),
             (r"\\.\pipe\tensorop", true),
             ("//./pipe/tensorop", true),
             (r"\\.\COM10", true),
-            ("NUL.npy", false),
             ("null", false),
             ("COM10", false),
+            ("out.npy", false),
             (r"C:\work\out.npy", false),
             (r"\\?\C:\work\out.npy", false),
         ] {
