@@ -171,7 +171,9 @@ unsafe extern "system" fn on_console_event(event: u32) -> windows_sys::core::BOO
     1
 }
 
-/// Calls `handler` when Ctrl-C, Ctrl-Break, the console's closing, logoff or shutdown arrives.
+/// Calls `handler` when Ctrl-C, Ctrl-Break or the console's closing arrives (and logoff or
+/// shutdown, which Windows sends only to programs that load no window library: not to tensorop,
+/// whose GPU libraries load one, so there they end it as a kill does; see `docs/windows.md`).
 /// Does nothing where the handler cannot be installed. A process started with Ctrl-C disabled
 /// (`CREATE_NEW_PROCESS_GROUP`) keeps it disabled, as Windows intends; Ctrl-Break still reaches it.
 pub fn on_interruption(handler: impl FnOnce(Interruption) + Send + 'static) {
