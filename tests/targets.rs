@@ -41,9 +41,7 @@ impl Flag {
     }
 }
 
-/// A directory holding a.npy (float32 [300, 300]) and b.npy (a broadcast row), plus the bytes a
-/// run writes for each flag to a regular file: the reference every other target must receive.
-/// The output (360 KB) is larger than a pipe's buffer, so FIFOs and sockets see many writes.
+/// [`target_case`]: the inputs and the reference output every target must receive.
 struct Case {
     dir: Dir,
     output: Vec<u8>,
@@ -51,14 +49,7 @@ struct Case {
 
 impl Case {
     fn new() -> Case {
-        let dir = Dir::new();
-        let a: Vec<f32> = (0..300 * 300).map(|i| i as f32 * 0.25).collect();
-        let b: Vec<f32> = (0..300).map(|i| i as f32).collect();
-        dir.write("a.npy", &npy(&[300, 300], &a));
-        dir.write("b.npy", &npy(&[300], &b));
-        dir.run(&["sub", "a.npy", "b.npy", "-o", "ref.npy"]).ok();
-        let output = dir.read("ref.npy");
-        fs::remove_file(dir.path("ref.npy")).expect("remove ref.npy");
+        let (dir, output) = target_case();
         Case { dir, output }
     }
 

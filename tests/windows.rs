@@ -16,23 +16,9 @@ use std::time::{Duration, Instant};
 /// The exit status of a process ended by a console control event (0xC000013A).
 const STATUS_CONTROL_C_EXIT: i32 = 0xC000_013Au32 as i32;
 
-/// a.npy (float32 [300, 300]) and b.npy (a broadcast row), and the result and report bytes a run
-/// writes to regular files: what every other target must receive.
-fn case() -> (Dir, Vec<u8>) {
-    let dir = Dir::new();
-    let a: Vec<f32> = (0..300 * 300).map(|i| i as f32 * 0.25).collect();
-    let b: Vec<f32> = (0..300).map(|i| i as f32).collect();
-    dir.write("a.npy", &npy(&[300, 300], &a));
-    dir.write("b.npy", &npy(&[300], &b));
-    dir.run(&["sub", "a.npy", "b.npy", "-o", "ref.npy"]).ok();
-    let reference = dir.read("ref.npy");
-    fs::remove_file(dir.path("ref.npy")).expect("remove the reference");
-    (dir, reference)
-}
-
 #[test]
 fn nul_is_written_and_never_replaced() {
-    let (dir, _) = case();
+    let (dir, _) = target_case();
     let before = dir.listing();
     for name in ["NUL", "nul", "NUL:", r".\NUL"] {
         let report = dir.run(&["sub", "a.npy", "b.npy", "-o", name, "--report", "-"]).ok().stdout_json();
@@ -79,7 +65,7 @@ fn pipe_server(name: &str) -> std::thread::JoinHandle<Vec<u8>> {
 
 #[test]
 fn named_pipes_receive_the_result_and_the_report_in_order() {
-    let (dir, reference) = case();
+    let (dir, reference) = target_case();
     let before = dir.listing();
     for (k, flag) in ["-o", "--report"].into_iter().enumerate() {
         let name = format!(r"\\.\pipe\tensorop-test-{}-{k}", std::process::id());
@@ -102,7 +88,7 @@ fn named_pipes_receive_the_result_and_the_report_in_order() {
 
 #[test]
 fn a_read_only_target_is_refused_naming_the_fix() {
-    let (dir, _) = case();
+    let (dir, _) = target_case();
     dir.write("out.npy", b"previous result");
     let mut perms = fs::metadata(dir.path("out.npy")).expect("stat").permissions();
     perms.set_readonly(true);
@@ -116,7 +102,7 @@ fn a_read_only_target_is_refused_naming_the_fix() {
 
 #[test]
 fn a_target_open_without_sharing_is_refused_and_kept() {
-    let (dir, _) = case();
+    let (dir, _) = target_case();
     dir.write("out.npy", b"previous result");
     let before = dir.listing();
     // As an editor or viewer holds a file: no sharing at all.
@@ -132,7 +118,7 @@ fn a_target_open_without_sharing_is_refused_and_kept() {
 /// holder keeps the old file); Wine refuses. Either way the result is whole or not there at all.
 #[test]
 fn a_target_open_with_delete_sharing_is_replaced_or_refused_whole() {
-    let (dir, reference) = case();
+    let (dir, reference) = target_case();
     dir.write("out.npy", b"previous result");
     let before = dir.listing();
     let all_sharing = 0x1 | 0x2 | 0x4; // FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE

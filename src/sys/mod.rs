@@ -36,6 +36,27 @@ pub enum FileKind {
     Socket,
 }
 
+impl FileKind {
+    /// The kind of `meta`, from `symlink_metadata` (links, and on Windows junctions, not
+    /// followed).
+    pub fn of(meta: &std::fs::Metadata) -> FileKind {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            FileKind::Symlink
+        } else if t.is_dir() {
+            FileKind::Directory
+        } else if t.is_file() {
+            FileKind::Regular
+        } else if is_socket(&t) {
+            FileKind::Socket
+        } else {
+            // Character and block devices, FIFOs, device names; anything else a system may add
+            // is written in order too, never renamed over.
+            FileKind::Device
+        }
+    }
+}
+
 /// Why the process is being stopped from outside: a termination signal on Unix, a console
 /// control event on Windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

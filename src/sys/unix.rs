@@ -2,7 +2,7 @@
 //! `linkat`, `statvfs`, SIGINT/SIGTERM/SIGHUP, permission bits and owners, `O_NOFOLLOW`, and the
 //! descriptor paths (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`).
 
-use super::{FileKind, Interruption};
+use super::Interruption;
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -170,24 +170,9 @@ pub fn on_interruption(handler: impl FnOnce(Interruption) + Send + 'static) {
     });
 }
 
-impl FileKind {
-    /// The kind of `meta`, from `symlink_metadata` (links not followed).
-    pub fn of(meta: &Metadata) -> FileKind {
-        let t = meta.file_type();
-        if t.is_symlink() {
-            FileKind::Symlink
-        } else if t.is_dir() {
-            FileKind::Directory
-        } else if t.is_file() {
-            FileKind::Regular
-        } else if t.is_socket() {
-            FileKind::Socket
-        } else {
-            // Character and block devices, FIFOs; anything else a system may add is written in
-            // order too, never renamed over.
-            FileKind::Device
-        }
-    }
+/// Whether `t` is a Unix socket (for [`super::FileKind::of`]).
+pub(super) fn is_socket(t: &std::fs::FileType) -> bool {
+    t.is_socket()
 }
 
 /// The descriptor a path names in this process: `/dev/stdin`, `/dev/stdout`, `/dev/stderr`,
@@ -213,7 +198,7 @@ pub fn own_descriptor(path: &Path) -> Option<i32> {
 }
 
 /// Whether `path` is a device name rather than a file (Windows's `NUL`, `CON`, `\\.\pipe\NAME`):
-/// never on Unix, where devices are files and [`FileKind::of`] tells them.
+/// never on Unix, where devices are files and [`super::FileKind::of`] tells them.
 pub fn device_name(_path: &Path) -> bool {
     false
 }

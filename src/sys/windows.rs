@@ -8,7 +8,7 @@
 //! Unix sockets as output targets; and no descriptor paths (`/dev/stdout`): `-` is the way to
 //! standard output.
 
-use super::{FileKind, Interruption};
+use super::Interruption;
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io;
 use std::os::windows::ffi::OsStrExt;
@@ -90,37 +90,57 @@ pub fn sync_file(file: &File) -> io::Result<bool> {
 /// is closed first, then renamed as `std::fs::rename` does (with POSIX semantics where Windows
 /// has them: the old file may still be open elsewhere with delete sharing); with `durable`
 /// (`--fsync`), by `MoveFileExW` with `MOVEFILE_WRITE_THROUGH`, which returns once the rename is
-/// on disk. On failure the temporary file is removed, and a target another program holds is
-/// named as such.
+/// on disk. A target in use is retried for about a second; on failure the temporary file is
+/// removed, and a target another program holds is named as such.
 pub fn persist(tmp: tempfile::NamedTempFile, target: &Path, durable: bool) -> io::Result<()> {
     // Closed, and made a normal file (tempfile marks its files temporary), before the rename.
     let path = tmp.into_temp_path().keep().map_err(|e| e.error)?;
-    let renamed = if durable {
-        let (from, to) = (wide(&path), wide(target));
-        // SAFETY: both paths are NUL-terminated and outlive the call.
-        let ok = unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH) };
-        if ok != 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
+    let mut renamed = rename_over(&path, target, durable);
+    // A file in use is often so only for a moment (another run's rename into the same target,
+    // a virus scanner or indexer reading it): retry for about a second before giving up.
+    for pause_ms in [10, 20, 40, 80, 160, 320, 400] {
+        match &renamed {
+            Err(e) if in_use(e) => std::thread::sleep(std::time::Duration::from_millis(pause_ms)),
+            _ => break,
         }
-    } else {
-        std::fs::rename(&path, target)
-    };
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&path);
+        renamed = rename_over(&path, target, durable);
     }
     match renamed {
         Ok(()) => Ok(()),
-        Err(e) if matches!(e.raw_os_error(), Some(5) | Some(32) | Some(33)) => Err(io::Error::new(
-            e.kind(),
-            format!(
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            if !in_use(&e) {
+                return Err(e);
+            }
+            let why = format!(
                 "{} is open in another program, or you may not replace it ({e}); close it there and run \
                  again, or check its permissions",
                 target.display()
-            ),
-        )),
-        Err(e) => Err(e),
+            );
+            Err(io::Error::new(e.kind(), why))
+        }
+    }
+}
+
+/// Whether `e` says a file is in use or may not be replaced (access denied, sharing or lock
+/// violation).
+fn in_use(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(5) | Some(32) | Some(33))
+}
+
+/// Renames `from` over `target`: as `std::fs::rename` does, or with `durable` by `MoveFileExW`
+/// with `MOVEFILE_WRITE_THROUGH`, which returns once the rename is on disk.
+fn rename_over(from: &Path, target: &Path, durable: bool) -> io::Result<()> {
+    if !durable {
+        return std::fs::rename(from, target);
+    }
+    let (from, to) = (wide(from), wide(target));
+    // SAFETY: both paths are NUL-terminated and outlive the call.
+    let ok = unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH) };
+    if ok != 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
@@ -184,20 +204,9 @@ pub fn on_interruption(handler: impl FnOnce(Interruption) + Send + 'static) {
     unsafe { SetConsoleCtrlHandler(Some(on_console_event), 1) };
 }
 
-impl FileKind {
-    /// The kind of `meta`, from `symlink_metadata` (links and junctions not followed).
-    pub fn of(meta: &Metadata) -> FileKind {
-        let t = meta.file_type();
-        if t.is_symlink() {
-            FileKind::Symlink
-        } else if t.is_dir() {
-            FileKind::Directory
-        } else if t.is_file() {
-            FileKind::Regular
-        } else {
-            FileKind::Device
-        }
-    }
+/// Never: Windows has no Unix sockets as output targets (for [`super::FileKind::of`]).
+pub(super) fn is_socket(_t: &std::fs::FileType) -> bool {
+    false
 }
 
 /// Whether `path` names a device rather than a file: a path in the device namespace
@@ -267,7 +276,7 @@ pub fn open_in_order(path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).open(path)
 }
 
-/// Unix sockets are not output targets on Windows ([`FileKind::of`] never names one).
+/// Unix sockets are not output targets on Windows ([`super::FileKind::of`] never names one).
 pub fn connect_socket(_path: &Path) -> io::Result<File> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "Unix sockets are not output targets on Windows"))
 }

@@ -8,6 +8,22 @@ use serde_json::Value;
 // Shared inputs
 // ---------------------------------------------------------------------------------------------
 
+/// For the output-target tests: a directory holding a.npy (float32 [300, 300]) and b.npy (a
+/// broadcast row), and the bytes `sub a.npy b.npy` writes to a regular file, the reference
+/// every other target must receive. The output (360 KB) is larger than a pipe's buffer, so
+/// FIFOs, sockets and named pipes see many writes.
+pub fn target_case() -> (Dir, Vec<u8>) {
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..300 * 300).map(|i| i as f32 * 0.25).collect();
+    let b: Vec<f32> = (0..300).map(|i| i as f32).collect();
+    dir.write("a.npy", &npy(&[300, 300], &a));
+    dir.write("b.npy", &npy(&[300], &b));
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "ref.npy"]).ok();
+    let output = dir.read("ref.npy");
+    fs::remove_file(dir.path("ref.npy")).expect("remove ref.npy");
+    (dir, output)
+}
+
 pub const A_SHAPE: [usize; 3] = [2, 3, 4];
 pub const B_SHAPE: [usize; 2] = [3, 1];
 
