@@ -38,6 +38,17 @@ pub fn main() -> ExitCode {
             let tuning = WgpuTuning::from_env();
             return finish(tuning.and_then(|t| commands::devices(&args, &t, &mut std::io::stdout().lock())));
         }
+        Command::Run(args) => {
+            if args.report.as_deref() == Some("-") && !args.dry_run {
+                eprintln!("tensorop: usage error: --report - writes to standard output, which print commands use; give a path, or add --dry-run");
+                return ExitCode::from(2);
+            }
+            if args.backend == crate::cli::BackendArg::Wgpu {
+                crate::backend::wgpu::quiet_driver_probes();
+            }
+            clean_up_on_signals();
+            return ExitCode::from(crate::dxdispatch::run(&args));
+        }
     };
     let env = |name: &str| std::env::var(name).ok();
     let cfg = match Config::new(op, args, config::stdout_is_terminal(), &env) {

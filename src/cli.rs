@@ -57,6 +57,8 @@ pub enum Command {
     Info(InfoArgs),
     /// List the GPU adapters the wgpu backend can use
     Devices(DevicesArgs),
+    /// Run a DxDispatch model's element-wise subtract and squared difference dispatches
+    Run(RunArgs),
 }
 
 #[derive(Debug, Args)]
@@ -107,6 +109,42 @@ pub struct OpArgs {
     /// Nothing on standard error but errors
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also write the job as a DxDispatch repro into this new directory: model.json, the inputs,
+    /// expected.npy (the result) and README.txt (needs a DirectML feature level)
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "dry_run"])]
+    pub dxdispatch: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The DxDispatch model (.json)
+    #[arg(value_name = "MODEL")]
+    pub model: String,
+    /// DirectML feature level every dispatch is checked against (any spelling `sub` accepts)
+    #[arg(short = 'f', long, value_name = "L", default_value = "latest", value_parser = LevelParser,
+          hide_possible_values = true)]
+    pub feature_level: LevelChoice,
+    /// Where the arithmetic runs
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    pub backend: BackendArg,
+    /// Write a JSON report of every dispatch's checks here (`-` = standard output)
+    #[arg(long, value_name = "PATH")]
+    pub report: Option<String>,
+    /// Check every dispatch and write the report; run and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Folder for the model's source files (default: the model's folder, then the current one)
+    #[arg(long, value_name = "DIR")]
+    pub input_path: Option<std::path::PathBuf>,
+    /// Folder writeFile targets are relative to (default: the current directory, as DxDispatch)
+    #[arg(long, value_name = "DIR")]
+    pub output_path: Option<std::path::PathBuf>,
+    /// Flush written files to storage before returning
+    #[arg(long)]
+    pub fsync: bool,
+    /// CPU worker threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Debug, Args)]

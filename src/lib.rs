@@ -9,6 +9,7 @@ pub mod cli;
 pub(crate) mod commands;
 pub mod config;
 pub mod dtype;
+pub mod dxdispatch;
 pub mod npy;
 pub mod op;
 pub(crate) mod output;

@@ -139,6 +139,27 @@ impl NpyInput {
         })
     }
 
+    /// A C-order little-endian view of `shape` elements of `dtype` stored in `file` from byte
+    /// `data_start`: how a DxDispatch buffer, addressed by a packed or broadcast tensor desc,
+    /// reaches the backends. The caller has checked that `file` holds the elements.
+    pub fn view(label: &str, file: File, data_start: u64, dtype: crate::dtype::DType, shape: &[u64]) -> NpyInput {
+        use crate::npy::header::{ByteOrder, FileDType};
+        let elements = shape.iter().product::<u64>();
+        let item_size = dtype.size() as u64;
+        let header = Header {
+            version: (1, 0),
+            dtype: FileDType::Numeric(dtype),
+            byte_order: if item_size == 1 { ByteOrder::NotApplicable } else { ByteOrder::Little },
+            fortran_order: false,
+            shape: shape.to_vec(),
+            data_offset: 0,
+            item_size,
+            elements,
+            data_bytes: elements * item_size,
+        };
+        NpyInput { label: label.into(), header, file, data_start, bytes_read: 0 }
+    }
+
     /// This input with its data replaced by `file`, which holds the same elements in C order
     /// from offset 0 (see [`crate::npy::fortran`]).
     pub fn with_c_order_data(&self, file: File) -> NpyInput {

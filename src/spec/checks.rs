@@ -44,6 +44,12 @@ pub enum CheckId {
     DimensionCount,
     NonzeroSizes,
     ElementCount,
+    /// `tensorop run` only: the output desc has A's data type and sizes.
+    OutputDesc,
+    /// `tensorop run` only: each desc's counts and `TotalTensorSizeInBytes` agree with its sizes.
+    TensorDesc,
+    /// `tensorop run` only: each bound resource holds its tensor.
+    BindingSize,
 }
 
 impl CheckId {
@@ -58,6 +64,9 @@ impl CheckId {
             CheckId::DimensionCount => "dimension_count",
             CheckId::NonzeroSizes => "nonzero_sizes",
             CheckId::ElementCount => "element_count",
+            CheckId::OutputDesc => "output_desc",
+            CheckId::TensorDesc => "tensor_desc",
+            CheckId::BindingSize => "binding_size",
         }
     }
 }

@@ -1,0 +1,1 @@
+//! `--dxdispatch DIR`: a job as a DxDispatch repro. Filled in below.
