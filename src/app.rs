@@ -1,5 +1,6 @@
 //! The command line's edge: [`main`] parses arguments, dispatches the command and maps its
-//! outcome to the exit status (0 ok, 1 runtime error, 2 usage error, 3 validation failure);
+//! outcome to the exit status (0 ok, 1 runtime error, 2 usage error, 3 validation failure, and
+//! for `compare` 4 when the files differ);
 //! nothing else. The `tensorop` binary is this function.
 
 use crate::backend::wgpu::WgpuTuning;
@@ -38,6 +39,16 @@ pub fn main() -> ExitCode {
             let tuning = WgpuTuning::from_env();
             return finish(tuning.and_then(|t| commands::devices(&args, &t, &mut std::io::stdout().lock())));
         }
+        Command::Compare(args) => {
+            return match crate::compare::compare(&args, &mut std::io::stdout().lock()) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("tensorop: error: {e:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         Command::Run(args) => {
             if args.report.as_deref() == Some("-") && !args.dry_run {
                 eprintln!("tensorop: usage error: --report - writes to standard output, which print commands use; give a path, or add --dry-run");
@@ -63,7 +74,24 @@ pub fn main() -> ExitCode {
         crate::backend::wgpu::quiet_driver_probes();
     }
     clean_up_on_signals();
-    let outcome = pipeline::run(&cfg);
+    let outcome = match cfg.dxdispatch.clone() {
+        None => pipeline::run(&cfg),
+        Some(dir) => match crate::dxdispatch::export::run(&cfg, &dir) {
+            crate::dxdispatch::export::Exported::Done(outcome) => outcome,
+            crate::dxdispatch::export::Exported::Refused(msg) => {
+                eprintln!(
+                    "tensorop: usage error: --dxdispatch {}: these inputs fail DirectML's checks at feature level {}, so \
+                     there is no DirectML job to hand over (nothing was written):",
+                    dir.display(),
+                    cfg.level
+                );
+                for line in msg.lines() {
+                    eprintln!("  {line}");
+                }
+                return ExitCode::from(2);
+            }
+        },
+    };
     match &outcome {
         Outcome::Ok => {}
         Outcome::Invalid(msg) => {

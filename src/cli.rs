@@ -59,6 +59,21 @@ pub enum Command {
     Devices(DevicesArgs),
     /// Run a DxDispatch model's element-wise subtract and squared difference dispatches
     Run(RunArgs),
+    /// Compare two .npy results: bit-identical (exit 0) or how far apart (exit 4)
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// First .npy (`-` = standard input), e.g. DirectML's output
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// Second .npy (`-` = standard input), e.g. expected.npy
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// JSON instead of text
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +160,10 @@ pub struct RunArgs {
     /// CPU worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// The most bytes the model's resources may take together (they are held in temporary
+    /// files); a model asking for more is refused before anything is made
+    #[arg(long, value_name = "BYTES", default_value_t = crate::dxdispatch::DEFAULT_RESOURCE_LIMIT)]
+    pub resource_limit: u64,
 }
 
 #[derive(Debug, Args)]

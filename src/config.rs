@@ -47,6 +47,10 @@ pub struct Config {
     pub progress: ProgressMode,
     /// The wgpu backend's settings (the defaults unless `backend` is wgpu).
     pub wgpu: WgpuTuning,
+    /// `--dxdispatch DIR`: also write the job as a DxDispatch repro there.
+    pub dxdispatch: Option<std::path::PathBuf>,
+    /// Set by the export while it runs the pipeline: where the repro is assembled.
+    pub export: Option<crate::dxdispatch::export::Stage>,
 }
 
 impl Config {
@@ -61,19 +65,28 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, UsageError> {
         let inputs = [&args.a, &args.b].map(|a| Source::parse(a));
+        if let (Some(dir), LevelChoice::None) = (&args.dxdispatch, args.feature_level) {
+            return Err(UsageError(format!(
+                "--dxdispatch {}: --feature-level none is not a DirectML job, so there is nothing to hand to \
+                 DxDispatch; give a DirectML feature level (the default, latest, or e.g. --feature-level 3_1)",
+                dir.display()
+            )));
+        }
         if inputs == [Source::Stdin, Source::Stdin] {
             return Err(UsageError("only one input can be read from standard input; give a path for the other".into()));
         }
-        let output = match args.output.as_deref() {
-            Some(p) => Destination::parse(p),
-            None if stdout_is_terminal && !args.dry_run => {
+        let output = match (args.output.as_deref(), &args.dxdispatch) {
+            // The result goes into the repro (the export names the file).
+            (_, Some(dir)) => Destination::Path(dir.join(crate::dxdispatch::export::EXPECTED)),
+            (Some(p), None) => Destination::parse(p),
+            (None, None) if stdout_is_terminal && !args.dry_run => {
                 return Err(UsageError(
                     "refusing to write binary .npy data to a terminal; give an output path with -o OUT.npy \
                      (or pipe the output, or use -o - to force standard output)"
                         .into(),
                 ))
             }
-            None => Destination::Stdout,
+            (None, None) => Destination::Stdout,
         };
         let report = args.report.as_deref().map(Destination::parse);
         if report == Some(Destination::Stdout) && output == Destination::Stdout && !args.dry_run {
@@ -126,6 +139,8 @@ impl Config {
                 (_, ProgressArg::Auto) => ProgressMode::Auto,
             },
             wgpu,
+            dxdispatch: args.dxdispatch,
+            export: None,
         })
     }
 }

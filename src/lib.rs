@@ -7,6 +7,7 @@ pub mod app;
 pub(crate) mod backend;
 pub mod cli;
 pub(crate) mod commands;
+pub(crate) mod compare;
 pub mod config;
 pub mod dtype;
 pub mod dxdispatch;

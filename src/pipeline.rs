@@ -143,6 +143,9 @@ fn stages(cfg: &Config, trace: &mut Trace) -> Result<Outcome> {
         return Ok(Outcome::Invalid(validation.failure_summary()));
     }
     let plan = trace.plan.insert(Plan::new(validation, [a, b])?).clone();
+    if let Some(stage) = &cfg.export {
+        crate::dxdispatch::export::write_job(stage, cfg, &plan, [a, b]).context("DxDispatch repro")?;
+    }
     if !cfg.dry_run {
         execute(cfg, &plan, inputs, trace)?;
     }

@@ -12,6 +12,7 @@ mod backends;
 mod checks;
 mod commands;
 mod crosscheck;
+mod dxdispatch;
 mod faults;
 mod fuzz_regressions;
 mod inputs;

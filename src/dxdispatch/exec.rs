@@ -523,6 +523,8 @@ fn store_output(out: &TensorDesc, result: &File, elements: u64, target: &Buffer,
     let span = span_bytes(out, target, offset)?;
     let mut mem = vec![0u8; span as usize];
     crate::sys::read_exact_at(&target.file, &mut mem, offset).context("cannot read the output buffer")?;
+    let mut result = result;
+    std::io::Seek::seek(&mut result, std::io::SeekFrom::Start(0)).context("cannot read the result")?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, result);
     let mut one = vec![0u8; es as usize];
     for_each_offset(&sizes, &strides, |off| {

@@ -1,1 +1,226 @@
-//! `--dxdispatch DIR`: a job as a DxDispatch repro. Filled in below.
+//! `sub`/`sqdiff --dxdispatch DIR`: the job as a DxDispatch repro (`docs/dxdispatch.md`,
+//! "Hand a job to DirectML"). The directory is assembled beside `DIR` as
+//! `.DIR.XXXXXX.tensorop-tmp` and renamed to `DIR` only when complete: a failed or interrupted
+//! export leaves no half-written repro (a kill by SIGKILL can leave the hidden directory).
+//!
+//! It holds `a.npy` and `b.npy` (the inputs, C order, little-endian, `.npy` 1.0 or 2.0, as
+//! DxDispatch reads them), `expected.npy` (tensorop's result, computed as usual by the
+//! pipeline), `model.json` (whose tensor descs are the report's `dml` descriptors, with strides
+//! for the C-order files) and `README.txt` (the commands to run and compare).
+
+use crate::config::Config;
+use crate::npy::fortran;
+use crate::npy::header::encode_header;
+use crate::npy::input::NpyInput;
+use crate::output::PendingDir;
+use crate::pipeline::{self, Outcome};
+use crate::plan::Plan;
+use crate::shape::view_strides;
+use crate::spec::dml::{descriptors, TensorDesc};
+use crate::spec::level::LevelChoice;
+use crate::spec::matrix::row_for;
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The repro's file names. The output DxDispatch writes cannot overwrite an input.
+pub const MODEL: &str = "model.json";
+pub const INPUTS: [&str; 2] = ["a.npy", "b.npy"];
+pub const EXPECTED: &str = "expected.npy";
+pub const DML_OUTPUT: &str = "output.npy";
+pub const README: &str = "README.txt";
+
+/// Where a repro is being assembled: set on the configuration the pipeline runs with.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    pub dir: PathBuf,
+}
+
+/// How an export ended: the pipeline's outcome, with a failed check made a refusal (exit 2).
+pub enum Exported {
+    Done(Outcome),
+    /// A check failed: no DirectML job to hand over (exit 2).
+    Refused(String),
+}
+
+/// Runs `cfg` (whose `dxdispatch` is `dir`) and writes the repro into `dir`.
+pub fn run(cfg: &Config, dir: &Path) -> Exported {
+    match prepare(dir) {
+        Ok((tmp, guard)) => {
+            let mut staged = cfg.clone();
+            staged.output = crate::output::Destination::Path(tmp.path().join(EXPECTED));
+            staged.export = Some(Stage { dir: tmp.path().to_path_buf() });
+            match pipeline::run(&staged) {
+                Outcome::Ok => {}
+                Outcome::Invalid(msg) => return Exported::Refused(msg),
+                other => return Exported::Done(other),
+            }
+            let done = finish(tmp, dir, cfg.writing.durable);
+            drop(guard);
+            Exported::Done(match done {
+                Ok(()) => Outcome::Ok,
+                Err(e) => Outcome::Error(e.context(format!("DxDispatch repro {}", dir.display()))),
+            })
+        }
+        Err(e) => Exported::Done(Outcome::Error(e.context(format!("DxDispatch repro {}", dir.display())))),
+    }
+}
+
+/// Refuses a `dir` that exists (unless it is an empty directory) and makes the hidden directory
+/// beside it.
+fn prepare(dir: &Path) -> Result<(tempfile::TempDir, PendingDir)> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() && std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(false) => {}
+        Ok(_) => bail!("already exists; a repro is written into a new (or empty) directory: remove it or name another"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).context("cannot inspect it"),
+    }
+    let name = dir.file_name().ok_or_else(|| anyhow!("names no directory"))?.to_string_lossy().to_string();
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        bail!("the directory {} does not exist", parent.display());
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tensorop-tmp")
+        .tempdir_in(&parent)
+        .with_context(|| format!("cannot create a temporary directory in {}", parent.display()))?;
+    let guard = PendingDir::new(tmp.path());
+    Ok((tmp, guard))
+}
+
+/// Called by the pipeline once the plan is made, while the inputs are open: writes the inputs
+/// in C order and `model.json` and `README.txt` into the stage.
+pub fn write_job(stage: &Stage, cfg: &Config, plan: &Plan, inputs: [&NpyInput; 2]) -> Result<()> {
+    let LevelChoice::Dml(level) = cfg.level else {
+        bail!("internal error: a DxDispatch export at --feature-level none");
+    };
+    let row = row_for(cfg.sem.op, level).ok_or_else(|| anyhow!("internal error: no support row"))?;
+    let mut c_strides: [Vec<u64>; 2] = [vec![], vec![]];
+    for (i, input) in inputs.iter().enumerate() {
+        write_c_order(input, &stage.dir.join(INPUTS[i]))
+            .with_context(|| format!("cannot write input {} as {}", ["A", "B"][i], INPUTS[i]))?;
+        c_strides[i] = view_strides(&input.header.shape, false, &plan.out_shape);
+    }
+    let d = descriptors(cfg.sem.op, row, plan.dtype, &plan.out_shape, &c_strides);
+    let elements: u64 = plan.out_shape.iter().product();
+    let dims: Vec<u64> = if plan.out_shape.is_empty() { vec![1] } else { plan.out_shape.clone() };
+    let dml_type = d.tensors.output.data_type.clone();
+    let name = cfg.sem.op.name();
+    let model = json!({
+        "resources": {
+            "A": { "initialValues": { "sourcePath": INPUTS[0] } },
+            "B": { "initialValues": { "sourcePath": INPUTS[1] } },
+            "Out": { "initialValuesDataType": dml_type, "initialValues": { "valueCount": elements, "value": 0 } },
+        },
+        "dispatchables": {
+            name: {
+                "type": d.operator,
+                "desc": {
+                    "ATensor": desc_json(&d.tensors.a),
+                    "BTensor": desc_json(&d.tensors.b),
+                    "OutputTensor": desc_json(&d.tensors.output),
+                }
+            }
+        },
+        "commands": [
+            { "type": "dispatch", "dispatchable": name, "bindings": { "ATensor": "A", "BTensor": "B", "OutputTensor": "Out" } },
+            { "type": "writeFile", "targetPath": DML_OUTPUT, "resource": "Out", "dimensions": dims },
+        ]
+    });
+    let mut text = serde_json::to_string_pretty(&model)?;
+    text.push('\n');
+    std::fs::write(stage.dir.join(MODEL), text).context("cannot write model.json")?;
+    let readme = format!(
+        "DxDispatch repro written by tensorop {version}\n\
+         \n\
+         Job: tensorop {name} ({op}), {dtype} {shape}, checked at DirectML feature level {level}.\n\
+         Inputs: a.npy, b.npy. tensorop's result: expected.npy.\n\
+         \n\
+         Run it with DxDispatch, from this directory (DxDispatch writes {out} into the current\n\
+         directory):\n\
+         \n\
+         \x20   dxdispatch model.json --dml_feature_level {level}\n\
+         \n\
+         Compare DirectML's result with tensorop's (exit 0 when bit-identical, 4 when not):\n\
+         \n\
+         \x20   tensorop compare {out} expected.npy\n\
+         \n\
+         Run the model on any machine, without DirectML:\n\
+         \n\
+         \x20   tensorop run model.json --feature-level {level}\n",
+        version = env!("CARGO_PKG_VERSION"),
+        op = cfg.sem.op.dml_operator(),
+        dtype = plan.dtype.name(),
+        shape = crate::shape::fmt_shape(&plan.out_shape),
+        out = DML_OUTPUT,
+    );
+    std::fs::write(stage.dir.join(README), readme).context("cannot write README.txt")?;
+    Ok(())
+}
+
+/// A tensor desc as a model writes it: the report's fields, `Strides` only where given.
+fn desc_json(t: &TensorDesc) -> serde_json::Value {
+    let mut v = json!({
+        "DataType": t.data_type,
+        "Flags": t.flags,
+        "DimensionCount": t.dimension_count,
+        "Sizes": t.sizes,
+        "TotalTensorSizeInBytes": t.total_tensor_size_in_bytes,
+        "GuaranteedBaseOffsetAlignment": t.guaranteed_base_offset_alignment,
+    });
+    if let (Some(s), Some(obj)) = (&t.strides, v.as_object_mut()) {
+        obj.insert("Strides".into(), json!(s));
+    }
+    v
+}
+
+/// Writes `input` to `path` as a little-endian C-order `.npy` (a Fortran-order input is first
+/// copied in C order).
+fn write_c_order(input: &NpyInput, path: &Path) -> Result<()> {
+    let copy = if fortran::is_strided_fortran(input) { Some(fortran::c_order_copy(input)?) } else { None };
+    let src = copy.as_ref().unwrap_or(input);
+    let crate::npy::header::FileDType::Numeric(dtype) = src.header.dtype else {
+        bail!("internal error: a non-numeric input");
+    };
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    w.write_all(&encode_header(dtype, &src.header.shape))?;
+    crate::with_dtype!(dtype, T => {
+        let mut buf = vec![<T as bytemuck::Zeroable>::zeroed(); 1 << 16];
+        let total = src.header.elements;
+        let mut done = 0u64;
+        while done < total {
+            let k = (total - done).min(buf.len() as u64) as usize;
+            src.read_into(done, &mut buf[..k])?;
+            crate::dtype::to_little_endian(&mut buf[..k]);
+            w.write_all(bytemuck::cast_slice(&buf[..k]))?;
+            done += k as u64;
+        }
+    });
+    w.flush()?;
+    Ok(())
+}
+
+/// Moves the complete stage to `dir` (over an empty directory where the system allows).
+fn finish(tmp: tempfile::TempDir, dir: &Path, durable: bool) -> Result<()> {
+    if durable {
+        for f in [MODEL, INPUTS[0], INPUTS[1], README] {
+            std::fs::File::open(tmp.path().join(f))
+                .and_then(|f| f.sync_all())
+                .context("cannot flush to storage (--fsync)")?;
+        }
+    }
+    let staged = tmp.keep();
+    if dir.is_dir() {
+        // An empty directory: Windows does not rename over one.
+        let _ = std::fs::remove_dir(dir);
+    }
+    std::fs::rename(&staged, dir).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        anyhow!(e).context(format!("cannot move the repro into place at {}", dir.display()))
+    })
+}

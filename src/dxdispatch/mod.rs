@@ -30,6 +30,10 @@ use std::time::Instant;
 /// The largest model file read: initial values this large belong in `.npy` files.
 pub const MAX_MODEL_BYTES: u64 = 64 << 20;
 
+/// The default of `run --resource-limit`: 8 GiB of resources, more than any DirectML buffer
+/// tensor of 2^32 - 1 float16 elements needs, far less than a hostile `valueCount` asks.
+pub const DEFAULT_RESOURCE_LIMIT: u64 = 8 << 30;
+
 /// The `tensorop run` report (`docs/report.md`, "The run report").
 #[derive(Debug, Serialize)]
 struct RunReport {
@@ -169,7 +173,7 @@ fn run_model(
         }
         return Ok(Err(msg));
     }
-    preflight(&model)?;
+    preflight(&model, args.resource_limit)?;
     if args.dry_run {
         return Ok(Ok(()));
     }
@@ -252,7 +256,7 @@ fn npy_dtype(path: &Path) -> Result<(DType, u64)> {
 
 /// What can be known before anything runs: every `writeFile` fits its resource, and the
 /// temporary space holds the resources.
-fn preflight(model: &Model) -> Result<()> {
+fn preflight(model: &Model, limit: u64) -> Result<()> {
     for (i, c) in model.commands.iter().enumerate() {
         if let Command::WriteFile { resource, target, dimensions } = c {
             exec::write_plan(&model.resources[*resource], target, dimensions.as_deref())
@@ -260,6 +264,14 @@ fn preflight(model: &Model) -> Result<()> {
         }
     }
     let needed = model.resources.iter().fold(0u64, |n, r| n.saturating_add(r.size));
+    if needed > limit {
+        let largest = model.resources.iter().max_by_key(|r| r.size).map(|r| format!("'{}' ({} bytes)", r.name, r.size));
+        bail!(
+            "the resources take {needed} bytes (the largest is {}), over the limit of {limit} bytes; nothing was made. \
+             Raise it with --resource-limit BYTES if the model is meant to be this large",
+            largest.unwrap_or_default()
+        );
+    }
     let dir = std::env::temp_dir();
     if let Some(available) = crate::sys::available_bytes(&dir) {
         if needed > available {

@@ -79,11 +79,36 @@ impl Drop for Pending {
     }
 }
 
-/// Removes every temporary file still pending (called when a signal ends the process, which
-/// skips destructors). Returns how many were removed.
+/// Temporary directories (a repro being assembled) not yet moved into place or dropped.
+static PENDING_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Registers a temporary directory for the lifetime of the guard.
+pub struct PendingDir(PathBuf);
+
+impl PendingDir {
+    pub fn new(path: &Path) -> PendingDir {
+        if let Ok(mut p) = PENDING_DIRS.lock() {
+            p.push(path.to_path_buf());
+        }
+        PendingDir(path.to_path_buf())
+    }
+}
+
+impl Drop for PendingDir {
+    fn drop(&mut self) {
+        if let Ok(mut p) = PENDING_DIRS.lock() {
+            p.retain(|x| x != &self.0);
+        }
+    }
+}
+
+/// Removes every temporary file and directory still pending (called when a signal ends the
+/// process, which skips destructors). Returns how many were removed.
 pub fn remove_pending() -> usize {
-    let Ok(paths) = PENDING.lock() else { return 0 };
-    paths.iter().filter(|p| std::fs::remove_file(p).is_ok()).count()
+    let files = PENDING.lock().map_or(0, |paths| paths.iter().filter(|p| std::fs::remove_file(p).is_ok()).count());
+    let dirs =
+        PENDING_DIRS.lock().map_or(0, |paths| paths.iter().filter(|p| std::fs::remove_dir_all(p).is_ok()).count());
+    files + dirs
 }
 
 /// A write to standard output failed because the reader went away (`| head`).
