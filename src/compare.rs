@@ -294,7 +294,7 @@ mod tests {
         assert_eq!(ulp_distance(DType::F32, &f(f32::NAN), &f(1.0)), None);
         assert_eq!(ulp_distance(DType::F32, &f(f32::INFINITY), &f(f32::MAX)), None);
         let h = |x: f32| f16::from_f32(x).to_le_bytes();
-        assert_eq!(ulp_distance(DType::F16, &h(1.0), &h(1.0009765625)), Some(1));
+        assert_eq!(ulp_distance(DType::F16, &h(1.0), &h(1.0 + 1.0 / 1024.0)), Some(1));
         assert_eq!(ulp_distance(DType::I32, &1i32.to_le_bytes(), &2i32.to_le_bytes()), None);
     }
 
