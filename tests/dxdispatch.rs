@@ -488,3 +488,23 @@ fn compare_says_identical_or_how_far_apart() {
     dir.write("i.npy", &npy(&[4], &[1i32, 2, 3, 4]));
     dir.run(&["compare", "i.npy", "a.npy"]).expect_code(1).stderr_mentions("dtype");
 }
+
+#[test]
+fn run_on_the_gpu_matches_the_cpu_bit_for_bit() {
+    if !gpu_available("dxdispatch::run_on_the_gpu_matches_the_cpu_bit_for_bit") {
+        return;
+    }
+    let dir = Dir::new();
+    for (op, dtype, sa, sb) in [
+        ("sqdiff", "float16", vec![3usize, 4, 5], vec![4, 1]),
+        ("sub", "int64", vec![2, 3], vec![3]),
+        ("sqdiff", "float32", vec![7, 1, 3], vec![2, 3]),
+    ] {
+        let _ = std::fs::remove_dir_all(dir.path("r"));
+        dir.write("a.npy", &npy_of(dtype, &sa, &values(sa.iter().product(), 3), false));
+        dir.write("b.npy", &npy_of(dtype, &sb, &values(sb.iter().product(), 4), true));
+        dir.run(&[op, "a.npy", "b.npy", "--dxdispatch", "r"]).ok();
+        run_in(&dir.path("r"), &["run", "model.json", "--backend", "wgpu"], Input::Null).ok();
+        run_in(&dir.path("r"), &["compare", "output.npy", "expected.npy"], Input::Null).ok();
+    }
+}

@@ -206,6 +206,41 @@ fn whole_run_seeds_exit_as_expected() {
     }
 }
 
+/// The `dxdispatch_model` seeds, run by the binary as the fuzz target runs them: in a directory
+/// holding `a.npy` (float32, 6 elements) and `raw.bin` (24 zero bytes), with `--output-path`
+/// there. Each exits as expected, and writes only into that directory.
+#[test]
+fn dxdispatch_model_seeds_exit_as_expected() {
+    let expected: &[(&str, i32, &[&str])] = &[
+        ("example", 0, &["out.npy", "out.bin"]),
+        ("in-place", 0, &["a.bin"]),
+        ("refused", 1, &[]),
+        ("strided", 0, &["o.npy"]),
+    ];
+    let seeds = seeds("dxdispatch_model");
+    let names: Vec<&str> = seeds.iter().map(|(n, _)| n.as_str()).collect();
+    let want: Vec<&str> = expected.iter().map(|(n, ..)| *n).collect();
+    assert_eq!(names, want, "the seed corpus and this table list different files");
+    let a: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    for ((name, bytes), (_, code, files)) in seeds.iter().zip(expected) {
+        let dir = common::Dir::new();
+        dir.write("model.json", bytes);
+        dir.write("a.npy", &common::npy(&[6], &a));
+        dir.write("raw.bin", &[0u8; 24]);
+        std::fs::create_dir(dir.path("out")).expect("out dir");
+        let out = dir.run(&["run", "model.json", "--output-path", "out", "--threads", "1"]);
+        out.expect_code(*code);
+        let mut written: Vec<String> = std::fs::read_dir(dir.path("out"))
+            .expect("out dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        written.sort();
+        let mut want: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+        want.sort();
+        assert_eq!(written, want, "{name}");
+    }
+}
+
 /// Runs `f` on another thread; fails the test if it takes longer than `limit` (a hang would
 /// otherwise stall the whole suite).
 fn within<T: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {

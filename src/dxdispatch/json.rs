@@ -2,7 +2,7 @@
 //! comments and trailing commas enabled) also takes, `//` and `/* */` comments and a comma
 //! before `]` or `}`. A pre-pass blanks those out, keeping every byte offset, so that
 //! `serde_json` parses the rest and its line and column numbers point into the file as written.
-//! Nesting is bounded by `serde_json`'s recursion limit: a hostile file cannot exhaust the stack.
+//! Text after the first value is not read, as DxDispatch stops there. Nesting is bounded by `serde_json`'s recursion limit: a hostile file cannot exhaust the stack.
 
 use anyhow::{anyhow, Result};
 use serde_json::Value;
@@ -10,7 +10,13 @@ use serde_json::Value;
 /// Parses `text` (the model's contents) as DxDispatch does.
 pub fn parse(text: &str) -> Result<Value> {
     let cleaned = blank_extensions(text).map_err(|(line, col, what)| anyhow!("line {line}, column {col}: {what}"))?;
-    serde_json::from_str(&cleaned).map_err(|e| anyhow!("line {}, column {}: {}", e.line(), e.column(), describe(&e)))
+    // Like DxDispatch's parser, stop after the first value: what follows it is not read.
+    let mut values = serde_json::Deserializer::from_str(&cleaned).into_iter::<Value>();
+    match values.next() {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(anyhow!("line {}, column {}: {}", e.line(), e.column(), describe(&e))),
+        None => Err(anyhow!("the file holds no JSON value")),
+    }
 }
 
 /// serde_json's message without its own " at line L column C" suffix.
@@ -116,6 +122,12 @@ mod tests {
         // A lone comma is still an error: only one before a closing bracket is dropped.
         assert!(parse("[,]").is_err());
         assert!(parse("[1,,]").is_err());
+        assert!(parse("  // only a comment").is_err());
+    }
+
+    #[test]
+    fn text_after_the_model_is_not_read() {
+        assert_eq!(parse("{\"a\": 1} trailing words").unwrap(), json!({"a": 1}));
     }
 
     #[test]

@@ -66,8 +66,13 @@ enum Ending {
 }
 
 /// `tensorop run`: returns the exit status (0, 1 runtime error or malformed model, 3 a check
-/// failed). Usage errors were refused by the caller.
+/// failed). Usage errors were refused by the caller. `print` commands write to standard output.
 pub fn run(args: &RunArgs) -> u8 {
+    run_to(args, &mut std::io::stdout().lock())
+}
+
+/// [`run`], with `print` commands writing to `out`.
+pub fn run_to(args: &RunArgs, out: &mut dyn std::io::Write) -> u8 {
     let start = Instant::now();
     let writing = Writing { durable: args.fsync, unnamed: std::env::var(NAMED_TEMPFILES_ENV).as_deref() != Ok("1") };
     let report_dest = args.report.as_deref().map(Destination::parse);
@@ -80,7 +85,7 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let mut dispatches = Vec::new();
     let mut written = Vec::new();
-    let ending = match run_model(args, writing, &mut dispatches, &mut written) {
+    let ending = match run_model(args, writing, out, &mut dispatches, &mut written) {
         Ok(Ok(())) => Ending::Ok,
         Ok(Err(msg)) => Ending::Invalid(msg),
         Err(e) if e.is::<crate::output::BrokenPipe>() => Ending::Ok,
@@ -146,6 +151,7 @@ fn backend_of(args: &RunArgs) -> BackendKind {
 fn run_model(
     args: &RunArgs,
     writing: Writing,
+    out: &mut dyn std::io::Write,
     dispatches: &mut Vec<DispatchReport>,
     written: &mut Vec<PathBuf>,
 ) -> Result<std::result::Result<(), String>> {
@@ -189,16 +195,8 @@ fn run_model(
         Some(n) => usize::from(n),
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let mut stdout = std::io::stdout().lock();
-    let mut runner = exec::Runner {
-        model: &model,
-        backend,
-        gpu: gpu.as_ref(),
-        threads,
-        writing,
-        out: &mut stdout,
-        written: Vec::new(),
-    };
+    let mut runner =
+        exec::Runner { model: &model, backend, gpu: gpu.as_ref(), threads, writing, out, written: Vec::new() };
     let result = runner.run();
     *written = std::mem::take(&mut runner.written);
     result?;
