@@ -147,7 +147,9 @@ fn output_check(a: &TensorDesc, out: &TensorDesc) -> Check {
 /// and `TotalTensorSizeInBytes` covers every element the desc addresses.
 fn desc_check(tensors: &[TensorDesc; 3]) -> Check {
     for (name, t) in TENSOR_NAMES.iter().zip(tensors) {
-        let problem = if t.dimension_count as usize != t.sizes.len() {
+        let problem = if t.sizes.is_empty() {
+            Some(format!("{name}: Sizes is empty; a DirectML tensor has at least one dimension (write [1])"))
+        } else if t.dimension_count as usize != t.sizes.len() {
             Some(format!("{name}: DimensionCount is {} but Sizes has {} entries", t.dimension_count, t.sizes.len()))
         } else if t.strides.as_ref().is_some_and(|s| s.len() != t.sizes.len()) {
             Some(format!(
@@ -258,6 +260,8 @@ pub struct Runner<'a> {
     pub out: &'a mut dyn Write,
     /// The files written, in order.
     pub written: Vec<PathBuf>,
+    /// Standard output was closed by its reader: later `print`s are skipped, the rest runs.
+    pub out_closed: bool,
 }
 
 /// A resource's bytes: an anonymous temporary file of exactly its size.
@@ -280,10 +284,13 @@ impl Runner<'_> {
                     self.dispatch(d, bindings, &buffers)
                         .with_context(|| format!("commands[{i}]: dispatch '{}'", d.name))?;
                 }
+                Command::Print { .. } if self.out_closed => {}
                 Command::Print { resource, verbose } => {
                     let r = &self.model.resources[*resource];
-                    print(r, &buffers[*resource], *verbose, self.out)
-                        .with_context(|| format!("commands[{i}]: print '{}'", r.name))?;
+                    match print(r, &buffers[*resource], *verbose, self.out) {
+                        Err(e) if e.is::<BrokenPipe>() => self.out_closed = true,
+                        other => other.with_context(|| format!("commands[{i}]: print '{}'", r.name))?,
+                    }
                 }
                 Command::WriteFile { resource, target, dimensions } => {
                     let r = &self.model.resources[*resource];

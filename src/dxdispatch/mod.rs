@@ -195,8 +195,16 @@ fn run_model(
         Some(n) => usize::from(n),
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let mut runner =
-        exec::Runner { model: &model, backend, gpu: gpu.as_ref(), threads, writing, out, written: Vec::new() };
+    let mut runner = exec::Runner {
+        model: &model,
+        backend,
+        gpu: gpu.as_ref(),
+        threads,
+        writing,
+        out,
+        written: Vec::new(),
+        out_closed: false,
+    };
     let result = runner.run();
     *written = std::mem::take(&mut runner.written);
     result?;
