@@ -508,3 +508,28 @@ fn run_on_the_gpu_matches_the_cpu_bit_for_bit() {
         run_in(&dir.path("r"), &["compare", "output.npy", "expected.npy"], Input::Null).ok();
     }
 }
+
+#[test]
+fn source_files_are_read_in_place_but_never_changed() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[4], &[1.0f32, 2.0, 3.0, 4.0]));
+    let b = npy(&[4], &[1.0f32, 1.0, 1.0, 1.0]);
+    dir.write("b.npy", &b);
+    // In place over a .npy-backed resource, whose file a writeFile then replaces, and again.
+    model(
+        &dir,
+        &one_dispatch(
+            "ELEMENT_WISE_SUBTRACT",
+            r#""A": { "initialValues": { "sourcePath": "a.npy" } }, "B": { "initialValues": { "sourcePath": "b.npy" } }"#,
+            [r#"{ "DataType": "FLOAT32", "Sizes": [4] }"#; 3],
+            [r#""A""#, r#""B""#, r#""A""#],
+            r#"{ "type": "writeFile", "targetPath": "a.npy", "resource": "A", "dimensions": [4] },
+               { "type": "dispatch", "dispatchable": "d", "bindings": { "ATensor": "A", "BTensor": "B", "OutputTensor": "A" } },
+               { "type": "writeFile", "targetPath": "a2.npy", "resource": "A", "dimensions": [4] }"#,
+        ),
+    );
+    dir.run(&["run", "model.json"]).ok();
+    assert_eq!(f32s(&parse_npy(&dir.read("a.npy")).data), [0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(f32s(&parse_npy(&dir.read("a2.npy")).data), [-1.0, 0.0, 1.0, 2.0]);
+    assert_eq!(dir.read("b.npy"), b, "an input's file is never written");
+}

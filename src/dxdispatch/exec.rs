@@ -267,7 +267,49 @@ pub struct Runner<'a> {
 /// A resource's bytes: an anonymous temporary file of exactly its size.
 struct Buffer {
     file: File,
+    /// Where byte 0 of the buffer is in `file`.
+    base: u64,
     size: u64,
+    /// Bytes of the buffer `file` holds from `base`; the rest reads as zeros.
+    stored: u64,
+    /// `file` is the resource's source file, read in place until something writes the buffer.
+    shared: bool,
+}
+
+impl Buffer {
+    /// Reads `bytes.len()` bytes from byte `at` of the buffer.
+    fn read_at(&self, bytes: &mut [u8], at: u64) -> Result<()> {
+        let from_file = self.stored.saturating_sub(at).min(bytes.len() as u64) as usize;
+        crate::sys::read_exact_at(&self.file, &mut bytes[..from_file], self.base + at)
+            .context("cannot read a buffer")?;
+        bytes[from_file..].fill(0);
+        Ok(())
+    }
+
+    /// Whether bytes `[at, at + len)` can be read straight from the file.
+    fn holds(&self, at: u64, len: u64) -> bool {
+        at.checked_add(len).is_some_and(|end| end <= self.stored)
+    }
+
+    /// Makes the buffer a temporary file of its own before it is written (a source file is
+    /// never changed).
+    fn own(&mut self) -> Result<()> {
+        if !self.shared {
+            return Ok(());
+        }
+        let file = tempfile::tempfile().context("cannot create a temporary file to hold a buffer")?;
+        file.set_len(self.size).with_context(|| format!("cannot make a temporary file of {} bytes", self.size))?;
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        while at < self.stored {
+            let k = (self.stored - at).min(chunk.len() as u64) as usize;
+            crate::sys::read_exact_at(&self.file, &mut chunk[..k], self.base + at).context("cannot read a buffer")?;
+            crate::sys::write_all_at(&file, &chunk[..k], at).context("cannot write a buffer")?;
+            at += k as u64;
+        }
+        *self = Buffer { file, base: 0, size: self.size, stored: self.size, shared: false };
+        Ok(())
+    }
 }
 
 impl Runner<'_> {
@@ -281,7 +323,7 @@ impl Runner<'_> {
             match c {
                 Command::Dispatch { dispatchable, bindings } => {
                     let d = &self.model.dispatchables[*dispatchable];
-                    self.dispatch(d, bindings, &buffers)
+                    self.dispatch(d, bindings, &mut buffers)
                         .with_context(|| format!("commands[{i}]: dispatch '{}'", d.name))?;
                 }
                 Command::Print { .. } if self.out_closed => {}
@@ -293,6 +335,13 @@ impl Runner<'_> {
                     }
                 }
                 Command::WriteFile { resource, target, dimensions } => {
+                    // A source file about to be replaced is copied first: its buffer keeps the
+                    // values it had (and Windows does not replace a file that is open).
+                    for b in buffers.iter_mut().filter(|b| b.shared) {
+                        if crate::sys::same_file(&b.file, target) {
+                            b.own()?;
+                        }
+                    }
                     let r = &self.model.resources[*resource];
                     write_file(r, &buffers[*resource], target, dimensions.as_deref(), self.writing)
                         .with_context(|| format!("commands[{i}]: writeFile '{}' to {}", r.name, target.display()))?;
@@ -303,7 +352,7 @@ impl Runner<'_> {
         Ok(())
     }
 
-    fn dispatch(&mut self, d: &Dispatchable, bindings: &[Binding; 3], buffers: &[Buffer]) -> Result<()> {
+    fn dispatch(&mut self, d: &Dispatchable, bindings: &[Binding; 3], buffers: &mut [Buffer]) -> Result<()> {
         let [a, b, out] = &d.tensors;
         let sizes = sizes64(out);
         let dtype = a.dtype;
@@ -311,6 +360,16 @@ impl Runner<'_> {
         if elements == 0 {
             return Ok(());
         }
+        // A source file read in place serves the inputs whose elements it holds; the output's
+        // buffer gets a file of its own.
+        for (t, bnd) in [(a, bindings[0]), (b, bindings[1])] {
+            let buf = &mut buffers[bnd.resource];
+            if buf.shared && !buf.holds(bnd.offset, addressed_bytes(t).min(buf.size - bnd.offset)) {
+                buf.own()?;
+            }
+        }
+        buffers[bindings[2].resource].own()?;
+        let buffers: &[Buffer] = buffers;
         let views = [(a, bindings[0]), (b, bindings[1])]
             .into_iter()
             .enumerate()
@@ -331,6 +390,23 @@ impl Runner<'_> {
             summarise: false,
             positional: None,
         };
+        let target = &buffers[bindings[2].resource];
+        let out_offset = bindings[2].offset;
+        // A packed output that aliases no input is written straight into its buffer, in order;
+        // otherwise the result goes to a temporary file first, so that every input element is
+        // read before any output element is written.
+        let aliased = bindings[..2].iter().any(|b| b.resource == bindings[2].resource);
+        if !aliased && is_packed(out) {
+            let mut at = out_offset;
+            let mut emit = |e: Emit<'_>| -> Result<()> {
+                if let Emit::Bytes(bytes) = e {
+                    crate::sys::write_all_at(&target.file, bytes, at).context("cannot write the output buffer")?;
+                    at += bytes.len() as u64;
+                }
+                Ok(())
+            };
+            return self.compute(&job, &mut emit);
+        }
         let mut result = tempfile::tempfile().context("cannot create a temporary file for the result")?;
         {
             let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut result);
@@ -340,19 +416,52 @@ impl Runner<'_> {
                 }
                 Ok(())
             };
-            match (self.backend, self.gpu) {
-                (BackendKind::Wgpu, Some(gpu)) => backend::wgpu::run(gpu, &job, &mut |bytes| emit(Emit::Bytes(bytes)))?,
-                _ => backend::cpu::run(&job, &mut emit)?,
-            };
+            self.compute(&job, &mut emit)?;
             w.flush().context("cannot write the result to a temporary file")?;
         }
-        let target = &buffers[bindings[2].resource];
-        store_output(out, &result, elements, target, bindings[2].offset)
+        store_output(out, &result, elements, target, out_offset)
+    }
+
+    /// Runs `job` on the chosen backend, its bytes in output order to `emit`.
+    fn compute(&self, job: &Job, emit: &mut dyn FnMut(Emit<'_>) -> Result<()>) -> Result<()> {
+        match (self.backend, self.gpu) {
+            (BackendKind::Wgpu, Some(gpu)) => backend::wgpu::run(gpu, job, &mut |bytes| emit(Emit::Bytes(bytes)))?,
+            _ => backend::cpu::run(job, emit)?,
+        };
+        Ok(())
     }
 }
 
-/// Fills a resource's buffer with its initial values from byte 0 (zeros after them).
+/// A resource's buffer: its source file read in place (a little-endian `.npy`, or a raw file,
+/// that is a regular file), else a temporary file filled with its initial values from byte 0
+/// (zeros after them).
 fn make_buffer(r: &Resource) -> Result<Buffer> {
+    let regular = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    match &r.init {
+        Init::Npy(path) if regular(path) => {
+            let input = NpyInput::open_path(path).with_context(|| path.display().to_string())?;
+            if !input.header.byte_order.needs_swap() {
+                let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+                let h = &input.header;
+                return Ok(Buffer {
+                    file,
+                    base: h.data_offset,
+                    size: r.size,
+                    stored: h.data_bytes.min(r.size),
+                    shared: true,
+                });
+            }
+        }
+        Init::Raw(path) if regular(path) => {
+            let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            let len = file.metadata().context("cannot inspect it")?.len();
+            if len > r.size {
+                bail!("{} grew since the model was read; run again once it is complete", path.display());
+            }
+            return Ok(Buffer { file, base: 0, size: r.size, stored: len, shared: true });
+        }
+        _ => {}
+    }
     let file = tempfile::tempfile().context("cannot create a temporary file to hold it")?;
     file.set_len(r.size).with_context(|| format!("cannot make a temporary file of {} bytes", r.size))?;
     let put =
@@ -420,7 +529,7 @@ fn make_buffer(r: &Resource) -> Result<Buffer> {
             }
         }
     }
-    Ok(Buffer { file, size: r.size })
+    Ok(Buffer { file, base: 0, size: r.size, stored: r.size, shared: false })
 }
 
 /// The shape of a C-order array whose elements a desc addresses as a broadcast view, when its
@@ -441,14 +550,14 @@ fn input_view(name: &str, t: &TensorDesc, buf: &Buffer, offset: u64) -> Result<(
     let label = format!("{name} (buffer)");
     if let Some(shape) = broadcast_view_shape(t) {
         let file = buf.file.try_clone().context("cannot reopen a buffer")?;
-        return Ok((NpyInput::view(&label, file, offset, t.dtype, &shape), shape));
+        return Ok((NpyInput::view(&label, file, buf.base + offset, t.dtype, &shape), shape));
     }
     let sizes = sizes64(t);
     let strides: Vec<u64> = t.strides.as_ref().map(|s| s.iter().map(|&x| u64::from(x)).collect()).unwrap_or_default();
     let es = t.dtype.size() as u64;
     let span = span_bytes(t, buf, offset)?;
     let mut mem = vec![0u8; span as usize];
-    crate::sys::read_exact_at(&buf.file, &mut mem, offset).context("cannot read a buffer")?;
+    buf.read_at(&mut mem, offset)?;
     let mut packed = tempfile::tempfile().context("cannot create a temporary file")?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut packed);
     for_each_offset(&sizes, &strides, |off| {
@@ -504,17 +613,21 @@ fn for_each_offset(
     }
 }
 
+/// Whether a desc addresses its elements packed, in C order.
+fn is_packed(t: &TensorDesc) -> bool {
+    let sizes = sizes64(t);
+    let packed = storage_strides(&sizes, false);
+    t.strides
+        .as_ref()
+        .is_none_or(|s| s.iter().zip(&packed).zip(&sizes).all(|((&st, &p), &n)| n == 1 || u64::from(st) == p))
+}
+
 /// Puts a packed result of `elements` into the output buffer through the output desc.
 fn store_output(out: &TensorDesc, result: &File, elements: u64, target: &Buffer, offset: u64) -> Result<()> {
     let es = out.dtype.size() as u64;
     let sizes = sizes64(out);
-    let packed = storage_strides(&sizes, false);
-    let is_packed = out
-        .strides
-        .as_ref()
-        .is_none_or(|s| s.iter().zip(&packed).zip(&sizes).all(|((&st, &p), &n)| n == 1 || u64::from(st) == p));
     let mut chunk = vec![0u8; (CHUNK_ELEMENTS as u64 * es) as usize];
-    if is_packed {
+    if is_packed(out) {
         let total = elements * es;
         let mut at = 0u64;
         while at < total {
@@ -568,7 +681,7 @@ fn print(r: &Resource, buf: &Buffer, verbose: bool, out: &mut dyn Write) -> Resu
     let mut i = 0u64;
     while i < count {
         let k = (count - i).min(CHUNK_ELEMENTS as u64) as usize;
-        crate::sys::read_exact_at(&buf.file, &mut chunk[..k * es], i * es as u64).context("cannot read the buffer")?;
+        buf.read_at(&mut chunk[..k * es], i * es as u64)?;
         for (j, e) in chunk[..k * es].chunks_exact(es).enumerate() {
             let n = i + j as u64;
             let text = values::format(r.dtype, e);
@@ -632,7 +745,7 @@ fn write_file(r: &Resource, buf: &Buffer, target: &Path, dimensions: Option<&[u3
     let mut at = 0u64;
     while at < bytes {
         let k = (bytes - at).min(chunk.len() as u64) as usize;
-        crate::sys::read_exact_at(&buf.file, &mut chunk[..k], at).context("cannot read the buffer")?;
+        buf.read_at(&mut chunk[..k], at)?;
         sink.write(&chunk[..k])?;
         at += k as u64;
     }
