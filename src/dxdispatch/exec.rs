@@ -469,6 +469,8 @@ fn make_buffer(r: &Resource) -> Result<Buffer> {
     let n = r.dtype.size();
     match &r.init {
         Init::Bytes(bytes) => put(0, bytes)?,
+        // A new file reads as zeros: a zero constant needs no writing.
+        Init::Constant { value, .. } if value.bytes(r.dtype).iter().all(|&b| b == 0) => {}
         Init::Constant { count, value } => {
             let one = value.bytes(r.dtype);
             let chunk: Vec<u8> = one.iter().copied().cycle().take(n * CHUNK_ELEMENTS.min(*count as usize)).collect();
