@@ -2,7 +2,8 @@
 //! DirectML's rules for buffer tensor descs and bindings), then the resources made, then the
 //! commands in order.
 //!
-//! Resources are flat buffers, each an anonymous temporary file of its `sizeInBytes`, so memory
+//! Resources are flat buffers, each an anonymous temporary file of its `sizeInBytes` (or, until
+//! a dispatch writes it, the `.npy` or raw source file it comes from, read in place), so memory
 //! stays bounded whatever their size. A dispatch reads its inputs through the same backends as
 //! `sub` and `sqdiff`: a packed or broadcast desc is a C-order view of the buffer, streamed
 //! through the plan; a desc with other strides is first gathered into a packed file, through the
