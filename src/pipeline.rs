@@ -344,7 +344,7 @@ impl Trace {
             error,
             inputs: self.inputs,
             output: self.plan.as_ref().filter(|_| committed).map(|p| OutputInfo {
-                path: cfg.output.label(),
+                path: cfg.export.as_ref().map_or_else(|| cfg.output.label(), |e| e.final_output.clone()),
                 dtype: p.dtype.name().into(),
                 shape: p.out_shape.clone(),
                 temporary_file: self.staging.and_then(Staging::name),

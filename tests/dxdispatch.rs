@@ -115,6 +115,7 @@ fn the_repro_carries_the_report_descriptors_and_a_readme() {
     dir.write("b.npy", &npy_of("float32", &[3], &values(3, 2), false));
     dir.run(&["sqdiff", "a.npy", "b.npy", "-f", "3_1", "--dxdispatch", "r", "--report", "rep.json"]).ok();
     let report = dir.report("rep.json");
+    assert_eq!(report["output"]["path"], "r/expected.npy", "the report names where the result ends up");
     let model: Value = serde_json::from_slice(&dir.read("r/model.json")).unwrap();
     let desc = &model["dispatchables"]["sqdiff"]["desc"];
     assert_eq!(model["dispatchables"]["sqdiff"]["type"], "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE");

@@ -35,6 +35,8 @@ pub const README: &str = "README.txt";
 #[derive(Debug, Clone)]
 pub struct Stage {
     pub dir: PathBuf,
+    /// Where `expected.npy` ends up, as the report names the output.
+    pub final_output: String,
 }
 
 /// How an export ended: the pipeline's outcome, with a failed check made a refusal (exit 2).
@@ -50,7 +52,8 @@ pub fn run(cfg: &Config, dir: &Path) -> Exported {
         Ok((tmp, guard)) => {
             let mut staged = cfg.clone();
             staged.output = crate::output::Destination::Path(tmp.path().join(EXPECTED));
-            staged.export = Some(Stage { dir: tmp.path().to_path_buf() });
+            staged.export =
+                Some(Stage { dir: tmp.path().to_path_buf(), final_output: dir.join(EXPECTED).display().to_string() });
             match pipeline::run(&staged) {
                 Outcome::Ok => {}
                 Outcome::Invalid(msg) => return Exported::Refused(msg),
