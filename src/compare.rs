@@ -41,8 +41,9 @@ struct Comparison {
     elements: u64,
     identical: bool,
     differing: u64,
-    /// Of the pairs that are numbers (not NaN) on both sides.
-    max_abs_difference: Option<f64>,
+    /// Of the pairs that are numbers (not NaN) on both sides, as exact decimal text (`inf` for an
+    /// infinite difference; integers exact whatever their size).
+    max_abs_difference: Option<String>,
     max_abs_difference_at: Option<Vec<u64>>,
     max_ulps: Option<u64>,
     max_ulps_at: Option<Vec<u64>>,
@@ -103,6 +104,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
     let es = dtype.size();
     let chunk = 1usize << 16;
     let (mut ba, mut bb) = (vec![0u8; chunk * es], vec![0u8; chunk * es]);
+    let mut max_abs: Option<Diff> = None;
     let mut at = 0u64;
     let unravel = |flat: u64| -> Vec<u64> {
         let mut idx = vec![0u64; shape.len()];
@@ -130,8 +132,8 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
                 c.nan_mismatches += 1;
             } else {
                 let d = abs_diff(dtype, x, y);
-                if c.max_abs_difference.is_none_or(|m| d > m) {
-                    c.max_abs_difference = Some(d);
+                if max_abs.is_none_or(|m| d > m) {
+                    max_abs = Some(d);
                     c.max_abs_difference_at = Some(unravel(flat));
                 }
             }
@@ -152,17 +154,21 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
         }
         at += k as u64;
     }
+    c.max_abs_difference = max_abs.map(|d| match d {
+        Diff::Float(f) => f.to_string(),
+        Diff::Int(i) => i.to_string(),
+    });
     if args.json {
         let mut text = serde_json::to_string_pretty(&c)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
     } else {
-        human(&c, dtype, out)?;
+        human(&c, out)?;
     }
     Ok(if c.identical { 0 } else { DIFFER })
 }
 
-fn human(c: &Comparison, dtype: DType, out: &mut dyn Write) -> Result<()> {
+fn human(c: &Comparison, out: &mut dyn Write) -> Result<()> {
     let shape = crate::shape::fmt_shape(&c.shape);
     if c.identical {
         writeln!(out, "{} and {}: bit-identical ({} {shape}, {} elements)", c.a, c.b, c.dtype, c.elements)?;
@@ -175,12 +181,8 @@ fn human(c: &Comparison, dtype: DType, out: &mut dyn Write) -> Result<()> {
         c.a, c.b, c.differing, c.elements, c.dtype
     )?;
     let idx = |i: &Option<Vec<u64>>| i.as_ref().map(|v| crate::shape::fmt_shape(v)).unwrap_or_default();
-    if let Some(d) = c.max_abs_difference {
-        let text = match dtype {
-            DType::F16 | DType::F32 | DType::F64 => d.to_string(),
-            _ => format!("{d:.0}"),
-        };
-        writeln!(out, "largest absolute difference: {text} at {}", idx(&c.max_abs_difference_at))?;
+    if let Some(d) = &c.max_abs_difference {
+        writeln!(out, "largest absolute difference: {d} at {}", idx(&c.max_abs_difference_at))?;
     }
     if let Some(u) = c.max_ulps {
         writeln!(out, "largest distance: {u} ulp at {}", idx(&c.max_ulps_at))?;
@@ -197,10 +199,20 @@ fn human(c: &Comparison, dtype: DType, out: &mut dyn Write) -> Result<()> {
 }
 
 /// An element as the shortest decimal that reads back as the same value in its dtype, so two
-/// neighbouring floats never print alike.
+/// neighbouring floats never print alike; a NaN with its bits, so two NaNs can be told apart.
 fn exact(dtype: DType, b: &[u8]) -> String {
+    if value(dtype, b).is_nan() {
+        return format!("NaN (0x{:0w$X})", crate::dxdispatch::values::bits(b), w = 2 * b.len());
+    }
     match dtype {
-        DType::F16 => f16::from_le_bytes([b[0], b[1]]).to_string(),
+        DType::F16 => {
+            let h = f16::from_le_bytes([b[0], b[1]]);
+            // The fewest significant digits that read back as this float16.
+            (0..8)
+                .map(|p| format!("{:.*e}", p, f64::from(h)))
+                .find_map(|t| t.parse::<f64>().ok().filter(|&v| f16::from_f64(v) == h).map(|v| v.to_string()))
+                .unwrap_or_else(|| h.to_string())
+        }
         DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
         DType::F64 => value(dtype, b).to_string(),
         _ => crate::dxdispatch::values::format(dtype, b),
@@ -231,9 +243,15 @@ fn value(dtype: DType, b: &[u8]) -> f64 {
     }
 }
 
-/// `|a - b|`, exact for integers (as a double, rounded past 2^53) and for floats up to the
-/// double's rounding.
-fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> f64 {
+/// An absolute difference: exact for integers, a double for floats.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+enum Diff {
+    Float(f64),
+    Int(u128),
+}
+
+/// `|a - b|`: exact for integers, the double nearest the exact difference for floats.
+fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
     let int = |b: &[u8], signed: bool| -> i128 {
         let mut x = [0u8; 8];
         x[..b.len()].copy_from_slice(b);
@@ -246,9 +264,9 @@ fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> f64 {
         }
     };
     match dtype {
-        DType::F16 | DType::F32 | DType::F64 => (value(dtype, a) - value(dtype, b)).abs(),
-        DType::I8 | DType::I16 | DType::I32 | DType::I64 => (int(a, true) - int(b, true)).unsigned_abs() as f64,
-        _ => (int(a, false) - int(b, false)).unsigned_abs() as f64,
+        DType::F16 | DType::F32 | DType::F64 => Diff::Float((value(dtype, a) - value(dtype, b)).abs()),
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => Diff::Int((int(a, true) - int(b, true)).unsigned_abs()),
+        _ => Diff::Int((int(a, false) - int(b, false)).unsigned_abs()),
     }
 }
 
@@ -300,7 +318,17 @@ mod tests {
 
     #[test]
     fn integer_differences_are_exact() {
-        assert_eq!(abs_diff(DType::I8, &[0x80], &[0x7f]), 255.0);
-        assert_eq!(abs_diff(DType::U64, &u64::MAX.to_le_bytes(), &0u64.to_le_bytes()), u64::MAX as f64);
+        assert_eq!(abs_diff(DType::I8, &[0x80], &[0x7f]), Diff::Int(255));
+        assert_eq!(abs_diff(DType::U64, &u64::MAX.to_le_bytes(), &0u64.to_le_bytes()), Diff::Int(u64::MAX.into()));
+        let d = abs_diff(DType::I64, &i64::MAX.to_le_bytes(), &i64::MIN.to_le_bytes());
+        assert_eq!(d, Diff::Int(u64::MAX.into()));
+    }
+
+    #[test]
+    fn floats_print_with_the_fewest_digits_of_their_type() {
+        assert_eq!(exact(DType::F16, &f16::from_f32(0.1).to_le_bytes()), "0.1");
+        assert_eq!(exact(DType::F16, &f16::from_f32(1.0).to_le_bytes()), "1");
+        assert_eq!(exact(DType::F32, &0.1f32.to_le_bytes()), "0.1");
+        assert_eq!(exact(DType::F32, &f32::from_bits(0x7fc0_0001).to_le_bytes()), "NaN (0x7FC00001)");
     }
 }

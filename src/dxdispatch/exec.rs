@@ -73,6 +73,23 @@ pub fn check_all(model: &Model, level: LevelChoice) -> Vec<DispatchReport> {
         .collect()
 }
 
+/// The elements a desc's `Sizes` describe; `None` past 2^64.
+fn element_count(t: &TensorDesc) -> Option<u64> {
+    t.sizes.iter().try_fold(1u64, |n, &d| n.checked_mul(u64::from(d)))
+}
+
+/// The bytes of temporary files a dispatch makes beyond its resources: the packed copies of
+/// inputs whose strides are neither packed nor broadcast, and the result, unless it is written
+/// straight into the output buffer. `None` past 2^64.
+pub fn dispatch_temp_bytes(d: &Dispatchable, bindings: &[Binding; 3]) -> Option<u64> {
+    let [a, b, out] = &d.tensors;
+    let bytes = element_count(out)?.checked_mul(out.dtype.size() as u64)?;
+    let gathered = [a, b].iter().filter(|t| broadcast_view_shape(t).is_none()).count() as u64;
+    let aliased = bindings[..2].iter().any(|x| x.resource == bindings[2].resource);
+    let result = u64::from(aliased || !is_packed(out));
+    bytes.checked_mul(gathered + result)
+}
+
 fn sizes64(d: &TensorDesc) -> Vec<u64> {
     d.sizes.iter().map(|&s| u64::from(s)).collect()
 }
@@ -130,6 +147,19 @@ fn output_check(a: &TensorDesc, out: &TensorDesc) -> Check {
                 dml_name(a.dtype)
             ),
         )
+    } else if let Some(k) = out
+        .strides
+        .as_ref()
+        .and_then(|st| st.iter().zip(&out.sizes).position(|(&stride, &size)| stride == 0 && size > 1))
+    {
+        (
+            Status::Fail,
+            format!(
+                "OutputTensor's Strides are 0 along dimension {k} (of size {}): every element there would be written \
+                 to one place; give the output its own element for each",
+                out.sizes[k]
+            ),
+        )
     } else if out.sizes != a.sizes {
         (
             Status::Fail,
@@ -150,6 +180,8 @@ fn desc_check(tensors: &[TensorDesc; 3]) -> Check {
     for (name, t) in TENSOR_NAMES.iter().zip(tensors) {
         let problem = if t.sizes.is_empty() {
             Some(format!("{name}: Sizes is empty; a DirectML tensor has at least one dimension (write [1])"))
+        } else if element_count(t).and_then(|n| n.checked_mul(t.dtype.size() as u64)).is_none() {
+            Some(format!("{name}: Sizes {:?} describe more than 2^64 bytes", t.sizes))
         } else if t.dimension_count as usize != t.sizes.len() {
             Some(format!("{name}: DimensionCount is {} but Sizes has {} entries", t.dimension_count, t.sizes.len()))
         } else if t.strides.as_ref().is_some_and(|s| s.len() != t.sizes.len()) {
@@ -176,6 +208,20 @@ fn desc_check(tensors: &[TensorDesc; 3]) -> Check {
 fn binding_check(tensors: &[TensorDesc; 3], bindings: &[Binding; 3], resources: &[Resource]) -> Check {
     for ((name, t), b) in TENSOR_NAMES.iter().zip(tensors).zip(bindings) {
         let r = &resources[b.resource];
+        let es = t.dtype.size() as u64;
+        if b.offset % es != 0 {
+            return Check {
+                id: CheckId::BindingSize,
+                status: Status::Fail,
+                message: format!(
+                    "{name} is bound to '{}' at byte {}, which is not a multiple of its element size ({es} bytes); \
+                     give elementOffset in elements of {}",
+                    r.name,
+                    b.offset,
+                    dml_name(t.dtype)
+                ),
+            };
+        }
         let room = r.size - b.offset;
         if room < t.total_size {
             return Check {
@@ -246,7 +292,7 @@ fn check_dispatch(
         checks,
         tensors,
         bindings: bound,
-        elements: d.tensors[2].sizes.iter().map(|&s| u64::from(s)).product(),
+        elements: element_count(&d.tensors[2]).unwrap_or(u64::MAX),
     }
 }
 
@@ -357,7 +403,7 @@ impl Runner<'_> {
         let [a, b, out] = &d.tensors;
         let sizes = sizes64(out);
         let dtype = a.dtype;
-        let elements: u64 = sizes.iter().product();
+        let elements = element_count(out).ok_or_else(|| anyhow!("the output has more than 2^64 elements"))?;
         if elements == 0 {
             return Ok(());
         }

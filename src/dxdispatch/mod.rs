@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The largest model file read: initial values this large belong in `.npy` files.
-pub const MAX_MODEL_BYTES: u64 = 64 << 20;
+/// A JSON value takes some 40 times its text in memory, so this bounds the reading at a few
+/// hundred MiB.
+pub const MAX_MODEL_BYTES: u64 = 8 << 20;
 
 /// The default of `run --resource-limit`: 8 GiB of resources, more than any DirectML buffer
 /// tensor of 2^32 - 1 float16 elements needs, far less than a hostile `valueCount` asks.
@@ -113,7 +115,8 @@ pub fn run_to(args: &RunArgs, out: &mut dyn std::io::Write) -> u8 {
         model: args.model.clone(),
         feature_level: args.feature_level.to_string(),
         status,
-        valid: !dispatches.is_empty() && dispatches.iter().all(|d| d.valid),
+        // Every dispatch checked and passed (a model without dispatches has nothing to fail).
+        valid: code == 0,
         error,
         dispatches,
         written: written.iter().map(|p| p.display().to_string()).collect(),
@@ -269,13 +272,32 @@ fn preflight(model: &Model, limit: u64) -> Result<()> {
                 .with_context(|| format!("commands[{i}].dimensions"))?;
         }
     }
-    let needed = model.resources.iter().fold(0u64, |n, r| n.saturating_add(r.size));
+    let resources = model.resources.iter().fold(0u64, |n, r| n.saturating_add(r.size));
+    // Each dispatch's own temporary files live only while it runs.
+    let (mut temp, mut busiest) = (0u64, None);
+    for c in &model.commands {
+        if let Command::Dispatch { dispatchable, bindings } = c {
+            let d = &model.dispatchables[*dispatchable];
+            let t = exec::dispatch_temp_bytes(d, bindings).unwrap_or(u64::MAX);
+            if t > temp {
+                (temp, busiest) = (t, Some(&d.name));
+            }
+        }
+    }
+    let needed = resources.saturating_add(temp);
     if needed > limit {
-        let largest = model.resources.iter().max_by_key(|r| r.size).map(|r| format!("'{}' ({} bytes)", r.name, r.size));
+        let largest = model
+            .resources
+            .iter()
+            .max_by_key(|r| r.size)
+            .map_or(String::new(), |r| format!(" (the largest, '{}', {} bytes)", r.name, r.size));
+        let during = busiest.map_or(String::new(), |name| {
+            format!(", and dispatch '{name}' {temp} bytes of temporary results and copies while it runs")
+        });
         bail!(
-            "the resources take {needed} bytes (the largest is {}), over the limit of {limit} bytes; nothing was made. \
-             Raise it with --resource-limit BYTES if the model is meant to be this large",
-            largest.unwrap_or_default()
+            "the model needs {needed} bytes: its resources take {resources}{largest}{during}; that is over the limit \
+             of {limit} bytes, so nothing was made. Raise it with --resource-limit BYTES if the model is meant to be \
+             this large"
         );
     }
     let dir = std::env::temp_dir();

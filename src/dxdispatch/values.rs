@@ -140,6 +140,9 @@ pub fn step(dtype: DType, value: Scalar, delta: Scalar) -> Scalar {
 pub fn format(dtype: DType, bytes: &[u8]) -> String {
     let mut b = [0u8; 8];
     b[..bytes.len()].copy_from_slice(bytes);
+    if let Some(nan) = nan_text(dtype, bytes) {
+        return nan.into();
+    }
     match dtype {
         DType::F16 => fmt_g(f64::from(f16::from_le_bytes([b[0], b[1]]))),
         DType::F32 => fmt_g(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
@@ -153,6 +156,31 @@ pub fn format(dtype: DType, bytes: &[u8]) -> String {
         DType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
         DType::U64 => u64::from_le_bytes(b).to_string(),
     }
+}
+
+/// A NaN as the Microsoft C runtime prints it: `nan` when positive, `-nan(ind)` for the
+/// negative "indefinite" NaN (only the quiet bit set, what x86 arithmetic makes), `-nan` for
+/// other negative ones; `None` when the element is not a NaN.
+fn nan_text(dtype: DType, bytes: &[u8]) -> Option<&'static str> {
+    let (exp_bits, frac_bits) = match dtype {
+        DType::F16 => (5u32, 10u32),
+        DType::F32 => (8, 23),
+        DType::F64 => (11, 52),
+        _ => return None,
+    };
+    let u = bits(bytes);
+    let frac = u & ((1u64 << frac_bits) - 1);
+    let exp = (u >> frac_bits) & ((1u64 << exp_bits) - 1);
+    if exp != (1u64 << exp_bits) - 1 || frac == 0 {
+        return None;
+    }
+    let negative = (u >> (frac_bits + exp_bits)) & 1 == 1;
+    let quiet_only = frac == 1u64 << (frac_bits - 1);
+    Some(match (negative, quiet_only) {
+        (false, _) => "nan",
+        (true, true) => "-nan(ind)",
+        (true, false) => "-nan",
+    })
 }
 
 /// The raw bits of an element, zero-extended, for `print`'s verbose lines.
@@ -222,6 +250,9 @@ mod tests {
         }
         assert_eq!(fmt_g(f64::NAN), "nan");
         assert_eq!(fmt_g(-f64::NAN), "-nan(ind)");
+        assert_eq!(format(DType::F32, &0xFFC0_0000u32.to_le_bytes()), "-nan(ind)");
+        assert_eq!(format(DType::F32, &0xFFC0_0001u32.to_le_bytes()), "-nan");
+        assert_eq!(format(DType::F16, &0x7E00u16.to_le_bytes()), "nan");
         assert_eq!(fmt_g(f64::NEG_INFINITY), "-inf");
     }
 
