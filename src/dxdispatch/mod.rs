@@ -4,7 +4,7 @@
 //!   inputs, `expected.npy`, README);
 //! - `tensorop run MODEL.json` ([`run`]): reads a DxDispatch model ([`json`], [`model`],
 //!   [`values`]), checks each dispatch at a feature level and runs its element-wise subtract and
-//!   squared difference dispatches on tensorop's backends ([`exec`]).
+//!   squared difference dispatches on tensorop's backends (`exec`).
 
 pub(crate) mod exec;
 pub mod export;
