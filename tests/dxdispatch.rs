@@ -102,6 +102,12 @@ fn every_dtype_and_rank_a_level_accepts_round_trips_bit_for_bit() {
             }
         }
     }
+    // Every rank from 1 to 8, B broadcast along every other dimension.
+    for rank in 1..=8usize {
+        let sa: Vec<usize> = (0..rank).map(|k| 2 + k % 2).collect();
+        let sb: Vec<usize> = sa.iter().enumerate().map(|(k, &d)| if k % 2 == 0 { 1 } else { d }).collect();
+        round_trip("sqdiff", "3_1", "float32", &sa, &sb, [false, false]);
+    }
     // Fortran-order inputs, alone and broadcast, are rewritten in C order.
     round_trip("sub", "5_1", "float32", &[3, 4, 5], &[3, 4, 5], [true, false]);
     round_trip("sqdiff", "3_1", "float16", &[4, 5], &[3, 4, 5], [true, true]);
