@@ -560,8 +560,24 @@ pub fn run_in(dir: &Path, args: &[&str], input: Input) -> Out {
     run_in_env(dir, args, input, &[])
 }
 
-/// [`run_in`] with extra environment variables.
+/// Windows's `STATUS_DLL_INIT_FAILED`: under Wine on a loaded machine a process can fail to
+/// start with it, before any of tensorop's code runs.
+const DLL_INIT_FAILED: i32 = 0xC000_0142_u32 as i32;
+
+/// [`run_in`] with extra environment variables. On Windows a run that failed to start
+/// ([`DLL_INIT_FAILED`], nothing done) is started again, twice at most.
 pub fn run_in_env(dir: &Path, args: &[&str], input: Input, env: &[(&str, &str)]) -> Out {
+    let mut out = run_once(dir, args, &input, env);
+    for _ in 0..2 {
+        if !(cfg!(windows) && out.code == Some(DLL_INIT_FAILED)) {
+            break;
+        }
+        out = run_once(dir, args, &input, env);
+    }
+    out
+}
+
+fn run_once(dir: &Path, args: &[&str], input: &Input, env: &[(&str, &str)]) -> Out {
     let mut cmd = Command::new(bin());
     cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE").stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.envs(env.iter().copied());
