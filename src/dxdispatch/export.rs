@@ -112,7 +112,8 @@ pub fn write_job(stage: &Stage, cfg: &Config, plan: &Plan, inputs: [&NpyInput; 2
     let d = descriptors(cfg.sem.op, row, plan.dtype, &plan.out_shape, &c_strides);
     let elements: u64 = plan.out_shape.iter().product();
     let dims: Vec<u64> = if plan.out_shape.is_empty() { vec![1] } else { plan.out_shape.clone() };
-    let dml_type = d.tensors.output.data_type.clone();
+    // The short spelling DxDispatch's own examples use for buffers (the descs keep the report's).
+    let dml_type = crate::dxdispatch::model::dml_name(plan.dtype);
     let name = cfg.sem.op.name();
     let model = json!({
         "resources": {
