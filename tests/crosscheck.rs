@@ -1,4 +1,5 @@
-//! Runs the NumPy cross-check (`tests/crosscheck.py`) and the fixture generator
+//! Runs the NumPy cross-checks (`tests/crosscheck.py`; `tests/crosscheck_dxdispatch.py` for
+//! `tensorop run`) and the fixture generator
 //! (`testdata/make_fixtures.py`). Both need python3 with numpy; without them these tests print why
 //! and pass, unless `TENSOROP_REQUIRE_NUMPY=1` (as CI sets), in which case they fail.
 
@@ -82,4 +83,25 @@ fn fixtures_regenerate_identically() {
             assert!(generated.contains(&name), "testdata/{name} is not produced by make_fixtures.py");
         }
     }
+}
+
+#[test]
+fn run_crosscheck_against_a_numpy_reading_of_dxdispatch() {
+    if !need_numpy("run_crosscheck_against_a_numpy_reading_of_dxdispatch") {
+        return;
+    }
+    let script = manifest_dir().join("tests").join("crosscheck_dxdispatch.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(bin())
+        .args(["--seed", "1", "--cases", "150"])
+        .current_dir(manifest_dir())
+        .output()
+        .expect("run crosscheck_dxdispatch.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    assert!(out.status.success(), "crosscheck_dxdispatch.py failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains(" passed, 0 failed"), "unexpected summary:\n{stdout}");
 }
