@@ -117,8 +117,8 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
     };
     while at < c.elements {
         let k = (c.elements - at).min(chunk as u64) as usize;
-        read_le(&a, dtype, at, &mut ba[..k * es])?;
-        read_le(&b, dtype, at, &mut bb[..k * es])?;
+        a.read_le(at, &mut ba[..k * es])?;
+        b.read_le(at, &mut bb[..k * es])?;
         for (i, (x, y)) in ba[..k * es].chunks_exact(es).zip(bb[..k * es].chunks_exact(es)).enumerate() {
             if x == y {
                 continue;
@@ -217,18 +217,6 @@ fn exact(dtype: DType, b: &[u8]) -> String {
         DType::F64 => value(dtype, b).to_string(),
         _ => crate::dxdispatch::values::format(dtype, b),
     }
-}
-
-/// Reads elements `[at, at + bytes / size)` as little-endian bytes.
-fn read_le(input: &NpyInput, dtype: DType, at: u64, bytes: &mut [u8]) -> Result<()> {
-    crate::with_dtype!(dtype, T => {
-        let n = bytes.len() / std::mem::size_of::<T>();
-        let mut buf = vec![<T as bytemuck::Zeroable>::zeroed(); n];
-        input.read_into(at, &mut buf)?;
-        crate::dtype::to_little_endian(&mut buf);
-        bytes.copy_from_slice(bytemuck::cast_slice(&buf));
-    });
-    Ok(())
 }
 
 /// An element as a double (exact for floats and for integers up to 2^53).

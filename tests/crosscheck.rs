@@ -32,25 +32,30 @@ fn need_numpy(test: &str) -> bool {
     }
 }
 
-#[test]
-fn crosscheck_against_numpy() {
-    if !need_numpy("crosscheck_against_numpy") {
-        return;
-    }
-    let script = manifest_dir().join("tests").join("crosscheck.py");
+/// Runs `tests/SCRIPT` on the binary with `args`; it must succeed and close with
+/// `N passed, 0 failed`.
+fn run_crosscheck(script: &str, args: &[&str]) {
+    let path = manifest_dir().join("tests").join(script);
     let out = Command::new("python3")
-        .arg(&script)
+        .arg(&path)
         .arg(bin())
-        .args(["--seed", "1", "--cases", "300"])
+        .args(args)
         .current_dir(manifest_dir())
         .output()
-        .expect("run crosscheck.py");
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     print!("{stdout}");
     eprint!("{stderr}");
-    assert!(out.status.success(), "crosscheck.py failed ({}):\n{stdout}\n{stderr}", out.status);
-    assert!(stdout.contains(" passed, 0 failed"), "unexpected crosscheck summary:\n{stdout}");
+    assert!(out.status.success(), "{script} failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains(" passed, 0 failed"), "unexpected {script} summary:\n{stdout}");
+}
+
+#[test]
+fn crosscheck_against_numpy() {
+    if need_numpy("crosscheck_against_numpy") {
+        run_crosscheck("crosscheck.py", &["--seed", "1", "--cases", "300"]);
+    }
 }
 
 #[test]
@@ -87,21 +92,7 @@ fn fixtures_regenerate_identically() {
 
 #[test]
 fn run_crosscheck_against_a_numpy_reading_of_dxdispatch() {
-    if !need_numpy("run_crosscheck_against_a_numpy_reading_of_dxdispatch") {
-        return;
+    if need_numpy("run_crosscheck_against_a_numpy_reading_of_dxdispatch") {
+        run_crosscheck("crosscheck_dxdispatch.py", &["--seed", "1", "--cases", "150"]);
     }
-    let script = manifest_dir().join("tests").join("crosscheck_dxdispatch.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(bin())
-        .args(["--seed", "1", "--cases", "150"])
-        .current_dir(manifest_dir())
-        .output()
-        .expect("run crosscheck_dxdispatch.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    print!("{stdout}");
-    eprint!("{stderr}");
-    assert!(out.status.success(), "crosscheck_dxdispatch.py failed ({}):\n{stdout}\n{stderr}", out.status);
-    assert!(stdout.contains(" passed, 0 failed"), "unexpected summary:\n{stdout}");
 }

@@ -48,7 +48,8 @@ pub struct DispatchReport {
     pub dml_operator: &'static str,
     pub feature_level: String,
     pub support_row: Option<String>,
-    pub minimum_feature_level: Option<String>,
+    #[serde(serialize_with = "level_name")]
+    pub minimum_feature_level: Option<FeatureLevel>,
     pub valid: bool,
     pub checks: Vec<Check>,
     /// The three tensor descs as the model gives them (`ATensor`, `BTensor`, `OutputTensor`).
@@ -56,6 +57,14 @@ pub struct DispatchReport {
     /// Per tensor, the resource and the byte offset bound to it.
     pub bindings: serde_json::Map<String, serde_json::Value>,
     pub elements: u64,
+}
+
+/// A level as the report spells it (`3_1`), or `null`.
+fn level_name<S: serde::Serializer>(level: &Option<FeatureLevel>, s: S) -> Result<S::Ok, S::Error> {
+    match level {
+        Some(l) => s.collect_str(l),
+        None => s.serialize_none(),
+    }
 }
 
 /// Checks every dispatch of `model` at `level`.
@@ -109,13 +118,11 @@ fn checks_at(
     let v = validate(d.op, level, BroadcastMode::None, &spec("ATensor", &da, &sa), &spec("BTensor", &db, &sb));
     let mut checks = v.checks;
     // A desc is what DirectML sees: a level that takes only rank 4 does not pad it.
-    if let (LevelChoice::Dml(l), Some(row)) = (
-        level,
-        v.support_row.and_then(|_| match level {
-            LevelChoice::Dml(l) => row_for(d.op, l),
-            LevelChoice::None => None,
-        }),
-    ) {
+    let row = match level {
+        LevelChoice::Dml(l) => row_for(d.op, l).map(|row| (l, row)),
+        LevelChoice::None => None,
+    };
+    if let Some((l, row)) = row {
         let rank = a.sizes.len();
         if rank < row.ranks.0 {
             if let Some(c) = checks.iter_mut().find(|c| c.id == CheckId::DimensionCount) {
@@ -287,7 +294,7 @@ fn check_dispatch(
         dml_operator: d.op.dml_operator(),
         feature_level: level.to_string(),
         support_row: support_row.map(|r| r.to_string()),
-        minimum_feature_level: minimum.map(|l| l.to_string()),
+        minimum_feature_level: minimum,
         valid,
         checks,
         tensors,
@@ -546,20 +553,11 @@ fn make_buffer(r: &Resource) -> Result<Buffer> {
         Init::Npy(path) => {
             let input = NpyInput::open_path(path).with_context(|| path.display().to_string())?;
             let mut at = 0u64;
-            crate::with_dtype!(r.dtype, T => {
-                let mut buf = vec![<T as bytemuck::Zeroable>::zeroed(); CHUNK_ELEMENTS];
-                let total = input.header.elements;
-                let mut done = 0u64;
-                while done < total {
-                    let k = (total - done).min(CHUNK_ELEMENTS as u64) as usize;
-                    input.read_into(done, &mut buf[..k])?;
-                    crate::dtype::to_little_endian(&mut buf[..k]);
-                    let bytes: &[u8] = bytemuck::cast_slice(&buf[..k]);
-                    put(at, bytes)?;
-                    at += bytes.len() as u64;
-                    done += k as u64;
-                }
-            });
+            input.for_each_le_chunk(|bytes| {
+                put(at, bytes)?;
+                at += bytes.len() as u64;
+                Ok(())
+            })?;
         }
         Init::Raw(path) => {
             let mut src = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -710,8 +708,7 @@ fn store_output(out: &TensorDesc, result: &File, elements: u64, target: &Buffer,
 /// verbose form, one element a line with its index and bits.
 fn print(r: &Resource, buf: &Buffer, verbose: bool, out: &mut dyn Write) -> Result<()> {
     let es = r.dtype.size();
-    let count = r.init_bytes(|p| npy_or_raw_bytes(p, r)) / es as u64;
-    let count = count.min(buf.size / es as u64);
+    let count = r.init_bytes.min(buf.size) / es as u64;
     let io = |e: std::io::Error| -> anyhow::Error {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             anyhow::Error::new(BrokenPipe)
@@ -746,14 +743,6 @@ fn print(r: &Resource, buf: &Buffer, verbose: bool, out: &mut dyn Write) -> Resu
     }
     writeln!(w).map_err(io)?;
     w.flush().map_err(io)
-}
-
-/// The initial data bytes of a file-backed resource: the `.npy` data region or the raw file.
-fn npy_or_raw_bytes(path: &Path, r: &Resource) -> u64 {
-    match &r.init {
-        Init::Npy(_) => NpyInput::open_path(path).map(|i| i.header.data_bytes).unwrap_or(0),
-        _ => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-    }
 }
 
 /// What a `writeFile` of `r` writes: for `.npy`, the header and `dimensions`' elements (the

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::header::encode_header;
 use crate::npy::input::NpyInput;
-use crate::output::PendingDir;
+use crate::output::Pending;
 use crate::pipeline::{self, Outcome};
 use crate::plan::Plan;
 use crate::shape::view_strides;
@@ -72,7 +72,7 @@ pub fn run(cfg: &Config, dir: &Path) -> Exported {
 
 /// Refuses a `dir` that exists (unless it is an empty directory) and makes the hidden directory
 /// beside it.
-fn prepare(dir: &Path) -> Result<(tempfile::TempDir, PendingDir)> {
+fn prepare(dir: &Path) -> Result<(tempfile::TempDir, Pending)> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() && std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(false) => {}
         Ok(_) => bail!("already exists; a repro is written into a new (or empty) directory: remove it or name another"),
@@ -92,7 +92,7 @@ fn prepare(dir: &Path) -> Result<(tempfile::TempDir, PendingDir)> {
         .suffix(".tensorop-tmp")
         .tempdir_in(&parent)
         .with_context(|| format!("cannot create a temporary directory in {}", parent.display()))?;
-    let guard = PendingDir::new(tmp.path());
+    let guard = Pending::directory(tmp.path());
     Ok((tmp, guard))
 }
 
@@ -193,18 +193,7 @@ fn write_c_order(input: &NpyInput, path: &Path) -> Result<()> {
     };
     let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     w.write_all(&encode_header(dtype, &src.header.shape))?;
-    crate::with_dtype!(dtype, T => {
-        let mut buf = vec![<T as bytemuck::Zeroable>::zeroed(); 1 << 16];
-        let total = src.header.elements;
-        let mut done = 0u64;
-        while done < total {
-            let k = (total - done).min(buf.len() as u64) as usize;
-            src.read_into(done, &mut buf[..k])?;
-            crate::dtype::to_little_endian(&mut buf[..k]);
-            w.write_all(bytemuck::cast_slice(&buf[..k]))?;
-            done += k as u64;
-        }
-    });
+    src.for_each_le_chunk(|bytes| Ok(w.write_all(bytes)?))?;
     w.flush()?;
     Ok(())
 }

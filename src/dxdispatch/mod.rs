@@ -19,7 +19,6 @@ use crate::npy::header::FileDType;
 use crate::npy::input::NpyInput;
 use crate::output::{Destination, Sink, Writing, NAMED_TEMPFILES_ENV};
 use crate::report::Tool;
-use crate::spec::level::LevelChoice;
 use anyhow::{anyhow, bail, Context, Result};
 use exec::DispatchReport;
 use model::{Command, Model, Paths};
@@ -172,13 +171,12 @@ fn run_model(
         .collect();
     if !failures.is_empty() {
         let mut msg = failures.join("\n");
-        let levels: Vec<Option<String>> = dispatches.iter().map(|d| d.minimum_feature_level.clone()).collect();
-        if let Some(Some(oldest)) = levels.iter().max_by(|a, b| cmp_levels(a.as_deref(), b.as_deref())) {
-            if levels.iter().all(Option::is_some) {
-                msg.push_str(&format!(
-                    "\nevery dispatch passes at feature level {oldest} and newer: use --feature-level {oldest}"
-                ));
-            }
+        // The level the whole model needs: the newest of the dispatches' oldest levels.
+        let levels: Option<Vec<_>> = dispatches.iter().map(|d| d.minimum_feature_level).collect();
+        if let Some(oldest) = levels.and_then(|l| l.into_iter().max()) {
+            msg.push_str(&format!(
+                "\nevery dispatch passes at feature level {oldest} and newer: use --feature-level {oldest}"
+            ));
         }
         return Ok(Err(msg));
     }
@@ -212,13 +210,6 @@ fn run_model(
     *written = std::mem::take(&mut runner.written);
     result?;
     Ok(Ok(()))
-}
-
-/// Orders level names (`3_1` < `5_1`); `None` (no level) last.
-fn cmp_levels(a: Option<&str>, b: Option<&str>) -> std::cmp::Ordering {
-    let key = |s: Option<&str>| s.and_then(|s| s.parse::<LevelChoice>().ok()).map(|l| l.to_string());
-    let num = |s: Option<String>| s.map(|s| s.split('_').filter_map(|p| p.parse::<u32>().ok()).collect::<Vec<_>>());
-    num(key(a)).cmp(&num(key(b)))
 }
 
 /// Reads and resolves the model file.

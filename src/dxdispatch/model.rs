@@ -30,6 +30,8 @@ pub struct Resource {
     pub init: Init,
     /// `sizeInBytes`: by default the initial data's size rounded up to 4.
     pub size: u64,
+    /// Bytes of initial values, as read when the model was (what `print` shows).
+    pub init_bytes: u64,
 }
 
 /// Where a resource's initial values come from.
@@ -45,18 +47,6 @@ pub enum Init {
     Npy(PathBuf),
     /// Any other file's bytes.
     Raw(PathBuf),
-}
-
-impl Resource {
-    /// Bytes of initial values (what `print` shows).
-    pub fn init_bytes(&self, npy_data_bytes: impl Fn(&Path) -> u64) -> u64 {
-        let n = self.dtype.size() as u64;
-        match &self.init {
-            Init::Bytes(b) => b.len() as u64,
-            Init::Constant { count, .. } | Init::Sequence { count, .. } => u64::from(*count) * n,
-            Init::Npy(p) | Init::Raw(p) => npy_data_bytes(p),
-        }
-    }
 }
 
 /// A `DML_OPERATOR_ELEMENT_WISE_SUBTRACT` or `..._DIFFERENCE_SQUARE` dispatchable.
@@ -376,7 +366,7 @@ fn resource(
             bail!("{path}: the initial values ({data_bytes} bytes) at offset {offset} do not fit in {size} bytes");
         }
     }
-    Ok(Resource { name: name.to_string(), dtype, init, size })
+    Ok(Resource { name: name.to_string(), dtype, init, size, init_bytes: data_bytes })
 }
 
 fn count_of(init: &Map<String, Value>, path: &str) -> Result<u32> {

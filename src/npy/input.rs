@@ -139,6 +139,35 @@ impl NpyInput {
         })
     }
 
+    /// Reads elements from element `start` into `bytes` (a whole number of elements),
+    /// little-endian whatever the file's byte order: what `.npy` outputs and DxDispatch buffers
+    /// hold.
+    pub fn read_le(&self, start: u64, bytes: &mut [u8]) -> Result<()> {
+        let size = self.header.item_size.max(1);
+        self.read_raw(start * size, bytes)?;
+        if self.header.byte_order == crate::npy::header::ByteOrder::Big {
+            bytes.chunks_exact_mut(size as usize).for_each(<[u8]>::reverse);
+        }
+        Ok(())
+    }
+
+    /// Every data byte in storage order, little-endian, handed to `f` in chunks of whole
+    /// elements (about 1 MiB), so memory stays bounded.
+    pub fn for_each_le_chunk(&self, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let size = self.header.item_size.max(1);
+        let per_chunk = ((1u64 << 20) / size).max(1);
+        let mut buf = vec![0u8; (per_chunk * size).min(self.header.data_bytes) as usize];
+        let mut done = 0u64;
+        while done < self.header.elements {
+            let k = (self.header.elements - done).min(per_chunk);
+            let bytes = &mut buf[..(k * size) as usize];
+            self.read_le(done, bytes)?;
+            f(bytes)?;
+            done += k;
+        }
+        Ok(())
+    }
+
     /// A C-order little-endian view of `shape` elements of `dtype` stored in `file` from byte
     /// `data_start`: how a DxDispatch buffer, addressed by a packed or broadcast tensor desc,
     /// reaches the backends. The caller has checked that `file` holds the elements.
@@ -233,7 +262,18 @@ mod tests {
         let input = NpyInput::open_path(f.path()).unwrap();
         let mut buf = [0u16; 2];
         input.read_into(0, &mut buf).unwrap();
-        assert_eq!(buf, [0x0102, 0xff00]);
+        assert_eq!(buf, [0x0102, 0xff00]); // As little-endian bytes: per element, by chunk and whole.
+        let mut le = [0u8; 4];
+        input.read_le(0, &mut le).unwrap();
+        assert_eq!(le, [0x02, 0x01, 0x00, 0xff]);
+        let mut all = Vec::new();
+        input
+            .for_each_le_chunk(|b| {
+                all.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(all, le);
     }
 
     #[test]

@@ -57,47 +57,41 @@ impl Destination {
 }
 
 /// Temporary files not yet committed or dropped.
-static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static PENDING: Mutex<Vec<(PathBuf, Kind)>> = Mutex::new(Vec::new());
 
-/// Registers a temporary file for the lifetime of the guard.
+/// What a pending path is, so that it is removed the right way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    /// A directory being assembled (a DxDispatch repro), removed with its contents.
+    Directory,
+}
+
+/// Registers a temporary file, or directory, for the lifetime of the guard.
 pub struct Pending(PathBuf);
 
 impl Pending {
-    fn new(path: &Path) -> Pending {
+    fn register(path: &Path, kind: Kind) -> Pending {
         if let Ok(mut p) = PENDING.lock() {
-            p.push(path.to_path_buf());
+            p.push((path.to_path_buf(), kind));
         }
         Pending(path.to_path_buf())
+    }
+
+    fn new(path: &Path) -> Pending {
+        Self::register(path, Kind::File)
+    }
+
+    /// A temporary directory, removed with what it holds.
+    pub fn directory(path: &Path) -> Pending {
+        Self::register(path, Kind::Directory)
     }
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         if let Ok(mut p) = PENDING.lock() {
-            p.retain(|x| x != &self.0);
-        }
-    }
-}
-
-/// Temporary directories (a repro being assembled) not yet moved into place or dropped.
-static PENDING_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Registers a temporary directory for the lifetime of the guard.
-pub struct PendingDir(PathBuf);
-
-impl PendingDir {
-    pub fn new(path: &Path) -> PendingDir {
-        if let Ok(mut p) = PENDING_DIRS.lock() {
-            p.push(path.to_path_buf());
-        }
-        PendingDir(path.to_path_buf())
-    }
-}
-
-impl Drop for PendingDir {
-    fn drop(&mut self) {
-        if let Ok(mut p) = PENDING_DIRS.lock() {
-            p.retain(|x| x != &self.0);
+            p.retain(|(x, _)| x != &self.0);
         }
     }
 }
@@ -105,10 +99,14 @@ impl Drop for PendingDir {
 /// Removes every temporary file and directory still pending (called when a signal ends the
 /// process, which skips destructors). Returns how many were removed.
 pub fn remove_pending() -> usize {
-    let files = PENDING.lock().map_or(0, |paths| paths.iter().filter(|p| std::fs::remove_file(p).is_ok()).count());
-    let dirs =
-        PENDING_DIRS.lock().map_or(0, |paths| paths.iter().filter(|p| std::fs::remove_dir_all(p).is_ok()).count());
-    files + dirs
+    let Ok(paths) = PENDING.lock() else { return 0 };
+    paths
+        .iter()
+        .filter(|(p, kind)| match kind {
+            Kind::File => std::fs::remove_file(p).is_ok(),
+            Kind::Directory => std::fs::remove_dir_all(p).is_ok(),
+        })
+        .count()
 }
 
 /// A write to standard output failed because the reader went away (`| head`).
