@@ -94,8 +94,7 @@ pub fn dispatch_temp_bytes(d: &Dispatchable, bindings: &[Binding; 3]) -> Option<
     let [a, b, out] = &d.tensors;
     let bytes = element_count(out)?.checked_mul(out.dtype.size() as u64)?;
     let gathered = [a, b].iter().filter(|t| broadcast_view_shape(t).is_none()).count() as u64;
-    let aliased = bindings[..2].iter().any(|x| x.resource == bindings[2].resource);
-    let result = u64::from(aliased || !is_packed(out));
+    let result = u64::from(!streams_into_output(out, bindings));
     bytes.checked_mul(gathered + result)
 }
 
@@ -449,8 +448,7 @@ impl Runner<'_> {
         // A packed output that aliases no input is written straight into its buffer, in order;
         // otherwise the result goes to a temporary file first, so that every input element is
         // read before any output element is written.
-        let aliased = bindings[..2].iter().any(|b| b.resource == bindings[2].resource);
-        if !aliased && is_packed(out) {
+        if streams_into_output(out, bindings) {
             let mut at = out_offset;
             let mut emit = |e: Emit<'_>| -> Result<()> {
                 if let Emit::Bytes(bytes) = e {
@@ -658,6 +656,12 @@ fn for_each_offset(
             idx[k] = 0;
         }
     }
+}
+
+/// Whether a dispatch's result streams straight into its output buffer: a packed output desc
+/// whose resource is not also an input's (else the result goes through a temporary file).
+fn streams_into_output(out: &TensorDesc, bindings: &[Binding; 3]) -> bool {
+    is_packed(out) && bindings[..2].iter().all(|b| b.resource != bindings[2].resource)
 }
 
 /// Whether a desc addresses its elements packed, in C order.
