@@ -113,11 +113,9 @@ fn concurrent_writers_leave_one_complete_output() {
     dir.write("twos.npy", &npy(&[n], &vec![2.0f32; n]));
     for round in 0..5 {
         let spawn = |b: &str| {
-            Command::new(common::bin())
-                .current_dir(dir.root())
-                .args(["sub", "ones.npy", b, "-o", "out.npy"])
-                .spawn()
-                .expect("start tensorop")
+            let mut cmd = Command::new(common::bin());
+            cmd.current_dir(dir.root()).args(["sub", "ones.npy", b, "-o", "out.npy"]);
+            common::spawn(&mut cmd, "tensorop sub")
         };
         let (mut x, mut y) = (spawn("ones.npy"), spawn("twos.npy"));
         assert!(x.wait().expect("wait").success() && y.wait().expect("wait").success());
@@ -169,15 +167,14 @@ struct Streaming {
 
 impl Streaming {
     fn start(dir: &Path, args: &[&str]) -> Streaming {
-        let mut child = Command::new(common::bin())
-            .current_dir(dir)
+        let mut cmd = Command::new(common::bin());
+        cmd.current_dir(dir)
             .args(args)
             .args(["-o", "-", "--threads", "2"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start tensorop");
+            .stderr(Stdio::piped());
+        let mut child = common::spawn(&mut cmd, "tensorop (streaming)");
         let stdout = child.stdout.take().expect("stdout pipe");
         let mut stderr = child.stderr.take().expect("stderr pipe");
         let stderr = thread::spawn(move || {
@@ -275,7 +272,8 @@ impl HeldOnB {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("start");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = common::spawn(&mut cmd, "tensorop (held on B)");
         let mut stdin = child.stdin.take().expect("stdin pipe");
         let cut = 2 << 20;
         assert!(b.len() > cut + (1 << 20), "B must be larger than what the pipe holds");

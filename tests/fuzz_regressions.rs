@@ -170,7 +170,7 @@ fn run_seed(dir: &Path, s: &RunSeed) -> i32 {
         cmd.arg("--half-precision");
     }
     cmd.stdin(if piped { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = cmd.spawn().expect("spawn tensorop");
+    let mut child = common::spawn(&mut cmd, "tensorop (whole-run seed)");
     if let Some(mut stdin) = child.stdin.take() {
         // A run that fails before reading B closes the pipe early; that is its exit status's business.
         let _ = stdin.write_all(s.b);

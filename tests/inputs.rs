@@ -209,14 +209,13 @@ fn closed_stdout_pipe_ends_quietly() {
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     dir.write("a.npy", &npy(&[n], &a));
     dir.write("b.npy", &npy(&[1], &[1.0f32]));
-    let mut child = Command::new(bin())
-        .args(["sub", "a.npy", "b.npy", "-o", "-"])
+    let mut cmd = Command::new(bin());
+    cmd.args(["sub", "a.npy", "b.npy", "-o", "-"])
         .current_dir(dir.root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd, "tensorop sub -o -");
     let mut stdout = child.stdout.take().unwrap();
     let mut head = [0u8; 10];
     stdout.read_exact(&mut head).unwrap();

@@ -83,7 +83,7 @@ impl Moments {
 
 /// Starts a run and kills it with SIGKILL after `delay`; returns whether it was still running.
 fn kill_after(mut cmd: Command, delay: Duration) -> bool {
-    let mut child = cmd.spawn().expect("start tensorop");
+    let mut child = common::spawn(&mut cmd, "tensorop");
     std::thread::sleep(delay);
     let running = matches!(child.try_wait(), Ok(None));
     let _ = child.kill();

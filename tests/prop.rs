@@ -21,7 +21,7 @@
 use crate::common::{self, c_to_fortran, gpu_available, header_dict, npy_raw, parse_npy, py_shape, Dir};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 // ---------------------------------------------------------------------------------------------
 // Cases
@@ -468,8 +468,9 @@ fn run(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) 
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run tensorop");
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    cmd.stdin(Stdio::null());
+    let (code, _, err) = common::output(&mut cmd, "tensorop");
+    (code, String::from_utf8_lossy(&err).into_owned())
 }
 
 /// The output file's element bits, after checking it is the format the contract promises: a

@@ -153,13 +153,12 @@ fn long_run(dir: &Dir) -> std::process::Child {
     let header = |shape: &str| header_dict("|u1", false, shape);
     dir.write("a.npy", &npy_raw((1, 0), &header("(32768, 1)"), &vec![7u8; 32768]));
     dir.write("b.npy", &npy_raw((1, 0), &header("(1, 65536)"), &vec![3u8; 65536]));
-    Command::new(bin())
-        .current_dir(dir.root())
+    let mut cmd = Command::new(bin());
+    cmd.current_dir(dir.root())
         .args(["sub", "a.npy", "b.npy", "-o", "out.npy", "--feature-level", "none", "--threads", "1"])
         .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tensorop")
+        .stderr(Stdio::piped());
+    spawn(&mut cmd, "tensorop (long run)")
 }
 
 /// Delivers the console control `event` to `child` alone, as Windows itself delivers one: by

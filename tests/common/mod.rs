@@ -564,6 +564,47 @@ pub fn run_in(dir: &Path, args: &[&str], input: Input) -> Out {
 /// start with it, before any of tensorop's code runs.
 const DLL_INIT_FAILED: i32 = 0xC000_0142_u32 as i32;
 
+/// Windows's `ERROR_INTERNAL_ERROR` (1359): under Wine on a loaded machine `CreateProcess` itself
+/// can fail with it; nothing was started.
+const SPAWN_INTERNAL_ERROR: i32 = 1359;
+
+/// Starts `cmd`. On Windows a start that failed inside the system ([`SPAWN_INTERNAL_ERROR`],
+/// nothing started) is tried again, twice at most, after a pause; any other error panics,
+/// naming `what`.
+pub fn spawn(cmd: &mut Command, what: &str) -> Child {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return child,
+            Err(e) if cfg!(windows) && e.raw_os_error() == Some(SPAWN_INTERNAL_ERROR) && tries < 2 => {
+                tries += 1;
+                thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("start {what}: {e}"),
+        }
+    }
+}
+
+/// `cmd`'s exit code, standard output and standard error, like [`Command::output`], with the
+/// Windows start failures [`spawn`] and [`run_in_env`] retry retried here too; panics if `cmd`
+/// cannot be started or runs longer than `RUN_TIMEOUT`.
+pub fn output(cmd: &mut Command, what: &str) -> (Option<i32>, Vec<u8>, Vec<u8>) {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut tries = 0;
+    loop {
+        let mut child = spawn(cmd, what);
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        let code = wait_limited(&mut child, what);
+        let (out, err) = (out.join().unwrap(), err.join().unwrap());
+        if cfg!(windows) && code == Some(DLL_INIT_FAILED) && tries < 2 {
+            tries += 1;
+            continue;
+        }
+        return (code, out, err);
+    }
+}
+
 /// [`run_in`] with extra environment variables. On Windows a run that failed to start
 /// ([`DLL_INIT_FAILED`], nothing done) is started again, twice at most.
 pub fn run_in_env(dir: &Path, args: &[&str], input: Input, env: &[(&str, &str)]) -> Out {
@@ -594,7 +635,8 @@ fn run_once(dir: &Path, args: &[&str], input: &Input, env: &[(&str, &str)]) -> O
             cmd.stdin(Stdio::from(fs::File::open(p).expect("open stdin file")));
         }
     }
-    let mut child = cmd.spawn().expect("spawn tensorop");
+    let what = format!("tensorop {}", args.join(" "));
+    let mut child = spawn(&mut cmd, &what);
     let writer = feed.map(|bytes| {
         let mut stdin = child.stdin.take().expect("stdin pipe");
         thread::spawn(move || {
@@ -604,7 +646,6 @@ fn run_once(dir: &Path, args: &[&str], input: &Input, env: &[(&str, &str)]) -> O
     });
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
-    let what = format!("tensorop {}", args.join(" "));
     let code = wait_limited(&mut child, &what);
     if let Some(w) = writer {
         let _ = w.join();
