@@ -101,6 +101,7 @@ pub fn main() -> ExitCode {
             }
         }
         Outcome::Error(e) => eprintln!("tensorop: error: {e:#}"),
+        Outcome::Unpaired(msg) => eprintln!("tensorop: {msg}"),
     }
     ExitCode::from(outcome.exit_code())
 }

@@ -124,6 +124,17 @@ pub struct OpArgs {
     /// Nothing on standard error but errors
     #[arg(short, long)]
     pub quiet: bool,
+    /// Containers (.npz, .safetensors): only the members whose name matches PATTERN (`*` any
+    /// characters, `?` one); repeat for more
+    #[arg(long = "member", value_name = "PATTERN")]
+    pub members: Vec<String>,
+    /// Containers: run the members both inputs hold and skip (but report) the ones only one
+    /// holds, instead of failing (exit 5)
+    #[arg(long)]
+    pub skip_unpaired: bool,
+    /// Containers: with --stats, also print every member's line and the totals' histogram
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Also write the job as a DxDispatch repro into this new directory: model.json, the inputs,
     /// expected.npy (the result) and README.txt (needs a DirectML feature level)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "dry_run"])]

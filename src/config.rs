@@ -51,6 +51,12 @@ pub struct Config {
     pub dxdispatch: Option<std::path::PathBuf>,
     /// Set by the export while it runs the pipeline: where the repro is assembled.
     pub export: Option<crate::dxdispatch::export::Stage>,
+    /// Containers: `--member` patterns (empty: every member).
+    pub members: Vec<String>,
+    /// Containers: `--skip-unpaired`.
+    pub skip_unpaired: bool,
+    /// `-v`: containers print every member's stats line and the totals' histogram.
+    pub verbose: bool,
 }
 
 impl Config {
@@ -141,6 +147,9 @@ impl Config {
             wgpu,
             dxdispatch: args.dxdispatch,
             export: None,
+            members: args.members,
+            skip_unpaired: args.skip_unpaired,
+            verbose: args.verbose,
         })
     }
 }

@@ -9,6 +9,7 @@ pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod compare;
 pub mod config;
+pub mod container;
 pub mod dtype;
 pub mod dxdispatch;
 pub mod npy;

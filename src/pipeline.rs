@@ -32,6 +32,8 @@ pub enum Outcome {
     Invalid(String),
     /// A runtime error: exit 1.
     Error(anyhow::Error),
+    /// Containers: members that only one input holds, without `--skip-unpaired`: exit 5.
+    Unpaired(String),
 }
 
 impl Outcome {
@@ -40,12 +42,13 @@ impl Outcome {
             Outcome::Ok => 0,
             Outcome::Error(_) => 1,
             Outcome::Invalid(_) => 3,
+            Outcome::Unpaired(_) => 5,
         }
     }
 }
 
 /// The name of the mean of `op`'s result, where it has one of its own (`--stats` prints it).
-fn mean_name(op: Op) -> Option<&'static str> {
+pub(crate) fn mean_name(op: Op) -> Option<&'static str> {
     match op {
         Op::Sub => None,
         Op::SqDiff => Some("mean squared error"),
@@ -63,7 +66,14 @@ pub fn run(cfg: &Config) -> Outcome {
         note_leftovers(cfg, dest, sink);
     }
     let mut trace = Trace::default();
-    let mut outcome = match stages(cfg, &mut trace) {
+    let result = match open_inputs(cfg, &mut trace) {
+        Ok(Opened::Pair(inputs)) => stages(cfg, inputs, &mut trace),
+        Ok(Opened::Containers(inputs)) => {
+            return crate::container::run::run(cfg, *inputs, trace.read, report_sink, start);
+        }
+        Err(e) => Err(e),
+    };
+    let mut outcome = match result {
         Ok(o) => o,
         // The reader of standard output went away: the pipeline ended early, as intended.
         Err(e) if e.is::<BrokenPipe>() => Outcome::Ok,
@@ -130,8 +140,7 @@ fn note_leftovers(cfg: &Config, dest: &Destination, sink: &Sink) {
 }
 
 /// The stages in order; each records its product in `trace` before the next starts.
-fn stages(cfg: &Config, trace: &mut Trace) -> Result<Outcome> {
-    let inputs = open_inputs(cfg, trace)?;
+fn stages(cfg: &Config, inputs: Vec<NpyInput>, trace: &mut Trace) -> Result<Outcome> {
     let [a, b] = [&inputs[0], &inputs[1]];
     let t = Instant::now();
     fn spec(i: usize, x: &NpyInput) -> TensorSpec<'_> {
@@ -152,19 +161,38 @@ fn stages(cfg: &Config, trace: &mut Trace) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Opens both inputs: headers parsed and sizes checked, no data read yet.
-fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Vec<NpyInput>> {
+/// What the inputs turned out to be.
+enum Opened {
+    /// Two `.npy` files: the single-pair run.
+    Pair(Vec<NpyInput>),
+    /// At least one container: the run over member pairs (`container::run`).
+    Containers(Box<[crate::container::Opened; 2]>),
+}
+
+/// Opens both inputs: headers (and container directories) parsed and sizes checked, no data
+/// read yet.
+fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Opened> {
+    use crate::container::Opened as One;
     let t = Instant::now();
-    let mut inputs = Vec::with_capacity(2);
+    let mut opened = Vec::with_capacity(2);
     for (i, source) in cfg.inputs.iter().enumerate() {
-        let input =
-            NpyInput::open(source).with_context(|| format!("input {} ({})", ["A", "B"][i], source.describe()))?;
-        trace.inputs.push(InputInfo::new(&source.label(), &input.header));
-        trace.bytes_read += input.bytes_read;
-        inputs.push(input);
+        let input = One::open(source).with_context(|| format!("input {} ({})", ["A", "B"][i], source.describe()))?;
+        if let One::Single(x) = &input {
+            trace.inputs.push(InputInfo::new(&source.label(), &x.header));
+            trace.bytes_read += x.bytes_read;
+        }
+        opened.push(input);
     }
     trace.read = t.elapsed();
-    Ok(inputs)
+    if opened.iter().all(|o| matches!(o, One::Single(_))) {
+        let singles = opened.into_iter().filter_map(|o| match o {
+            One::Single(x) => Some(x),
+            One::Many(_) => None,
+        });
+        return Ok(Opened::Pair(singles.collect()));
+    }
+    let [a, b]: [One; 2] = opened.try_into().map_err(|_| anyhow::anyhow!("internal error: not two inputs"))?;
+    Ok(Opened::Containers(Box::new([a, b])))
 }
 
 /// Opens the output, computes the result into it, closes the inputs and commits the output.
@@ -298,7 +326,7 @@ fn stream(
 
 /// The C-order copies the plan asks for, made now (see [`crate::npy::fortran`]); smaller
 /// Fortran-order inputs the backends hold whole.
-fn c_order_copies(plan: &Plan, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInput>; 2]> {
+pub(crate) fn c_order_copies(plan: &Plan, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInput>; 2]> {
     let [a, b] = [0, 1].map(|i| {
         plan.c_order_copy[i]
             .then(|| {
@@ -324,6 +352,7 @@ impl Trace {
             Outcome::Ok => (RunStatus::Ok, None),
             Outcome::Invalid(msg) => (RunStatus::Invalid, Some(msg.clone())),
             Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
+            Outcome::Unpaired(msg) => (RunStatus::Unpaired, Some(msg.clone())),
         };
         let checks = self.validation.as_ref().map(|v| v.checks.clone()).unwrap_or_default();
         let committed = self.execute.is_some();
@@ -391,7 +420,7 @@ impl Trace {
 /// when the file (or an input, in place) will be replaced. Where the free space cannot be
 /// measured (a filesystem that reports no sizes), the run goes on and a full disk is reported
 /// when a write fails.
-fn check_free_space(label: &str, dir: &Path, needed: u64) -> Result<()> {
+pub(crate) fn check_free_space(label: &str, dir: &Path, needed: u64) -> Result<()> {
     let Some(available) = crate::sys::available_bytes(dir) else {
         return Ok(());
     };

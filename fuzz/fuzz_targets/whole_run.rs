@@ -93,6 +93,8 @@ fuzz_target!(|data: &[u8]| {
     // The report is written on every outcome; the output only on success, and nothing else.
     match outcome {
         Outcome::Ok => assert_eq!(left, ["a.npy", "b.npy", "out.npy", "report.json"]),
-        Outcome::Invalid(_) | Outcome::Error(_) => assert_eq!(left, ["a.npy", "b.npy", "report.json"]),
+        Outcome::Invalid(_) | Outcome::Error(_) | Outcome::Unpaired(_) => {
+            assert_eq!(left, ["a.npy", "b.npy", "report.json"])
+        }
     }
 });

@@ -99,9 +99,53 @@ impl NpyInput {
         }
     }
 
+    /// A `.npy` file stored whole in `file` at bytes `[start, start + len)` (a stored `.npz`
+    /// member): the header is read there and the data region must fill the rest exactly.
+    pub fn in_region(label: &str, file: File, start: u64, len: u64) -> Result<NpyInput> {
+        let mut reader = RegionReader { file: &file, at: start, end: start.saturating_add(len) };
+        let header = read_header(&mut reader, len.saturating_sub(10))?;
+        let available = len - header.data_offset.min(len);
+        check_size(&header, available)?;
+        let data_start = start + header.data_offset;
+        Ok(NpyInput { label: label.into(), header, file, data_start, bytes_read: len })
+    }
+
+    /// A `.npy` file read from `stream` (a decompressed `.npz` member), copied to an anonymous
+    /// temporary file as standard input is, checked byte for byte against its header.
+    pub fn from_stream(label: &str, stream: impl Read) -> Result<NpyInput> {
+        Self::spool(label, stream)
+    }
+
+    /// Elements of `dtype` (or of a dtype tensorop cannot compute, for the checks to refuse by
+    /// name) in C order, little-endian, stored in `file` from byte `data_start`: a
+    /// `.safetensors` member. The caller has checked that `file` holds them.
+    pub fn in_place(
+        label: &str,
+        file: File,
+        data_start: u64,
+        dtype: crate::npy::header::FileDType,
+        shape: &[u64],
+        item_size: u64,
+    ) -> NpyInput {
+        use crate::npy::header::ByteOrder;
+        let elements = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).unwrap_or(u64::MAX);
+        let header = Header {
+            version: (1, 0),
+            dtype,
+            byte_order: if item_size == 1 { ByteOrder::NotApplicable } else { ByteOrder::Little },
+            fortran_order: false,
+            shape: shape.to_vec(),
+            data_offset: 0,
+            item_size,
+            elements,
+            data_bytes: elements.saturating_mul(item_size),
+        };
+        NpyInput { label: label.into(), header, file, data_start, bytes_read: elements.saturating_mul(item_size) }
+    }
+
     /// Copies a stream's data region to an anonymous temporary file so it can be read at any
     /// offset, checking it is exactly as long as the header says.
-    fn spool(label: &str, mut stream: File) -> Result<NpyInput> {
+    fn spool(label: &str, mut stream: impl Read) -> Result<NpyInput> {
         let header = read_header(&mut stream, MAX_STREAM_HEADER)?;
         let mut tmp = tempfile::tempfile().context("cannot create a temporary file to hold the streamed input")?;
         let want = header.data_bytes;
@@ -199,6 +243,26 @@ impl NpyInput {
 }
 
 /// Checks that exactly `header.data_bytes` bytes follow the header.
+/// Reads `file` from `at` up to `end` with positional reads (the file's cursor is not used, so
+/// other readers of the same file are not disturbed).
+pub(crate) struct RegionReader<'a> {
+    pub file: &'a File,
+    pub at: u64,
+    pub end: u64,
+}
+
+impl Read for RegionReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (self.end.saturating_sub(self.at)).min(buf.len() as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        crate::sys::read_exact_at(self.file, &mut buf[..n], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 fn check_size(header: &Header, available: u64) -> Result<()> {
     let want = header.data_bytes;
     if available < want {

@@ -2,6 +2,7 @@
 //! as the run goes, and written (pretty-printed, newline-terminated) to its destination on every
 //! outcome.
 
+pub mod container;
 pub(crate) mod summary;
 
 use crate::npy::header::Header;
@@ -17,6 +18,8 @@ pub enum RunStatus {
     Ok,
     Invalid,
     Error,
+    /// Containers: members without a partner, and no `--skip-unpaired`.
+    Unpaired,
 }
 
 #[derive(Debug, Serialize)]

@@ -60,6 +60,29 @@ pub(crate) struct Label<'a> {
 /// The short summary for standard error: counts, extremes, sum and mean, and the histogram as a
 /// bar chart, one line per binade.
 pub(crate) fn human(summary: &Summary, label: &Label) -> String {
+    human_part(summary, label, true)
+}
+
+/// One member's result in one line: how many elements are not zero, the extremes and the mean.
+pub(crate) fn one_line(s: &Summary) -> String {
+    let num = |n: &Option<Number>| match n {
+        None => "-".to_string(),
+        Some(Number::Float(x)) => format!("{x}"),
+        Some(Number::Int(v)) => v.to_string(),
+    };
+    format!(
+        "{} of {} elements non-zero ({} NaN), min {}, max {}, mean {}",
+        s.count - s.zero,
+        s.count,
+        s.nan,
+        num(&s.min),
+        num(&s.max),
+        s.mean.map_or("-".into(), |m| format!("{m}"))
+    )
+}
+
+/// [`human`], with the histogram only when `histogram` is set.
+pub(crate) fn human_part(summary: &Summary, label: &Label, histogram: bool) -> String {
     let s = summary;
     let num = |n: &Option<Number>| match n {
         None => "-".to_string(),
@@ -82,6 +105,9 @@ pub(crate) fn human(summary: &Summary, label: &Label) -> String {
         num(&s.max),
         num(&s.sum),
     );
+    if !histogram {
+        return out;
+    }
     let mut rows: Vec<(String, u64)> = Vec::new();
     if s.zero > 0 {
         rows.push(("zero".into(), s.zero));

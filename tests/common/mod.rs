@@ -2,6 +2,7 @@
 //! version, byte order, storage order, or a raw header for malformed files), a strict reader for
 //! the tool's output, run helpers with a time limit, and report accessors.
 
+pub mod containers;
 mod fixtures;
 pub use fixtures::*;
 

@@ -1,0 +1,382 @@
+//! Containers end to end: `.safetensors` and `.npz` pairs member by member, a container against
+//! one `.npy`, member selection, members without a partner, container outputs, the report and its
+//! exactly merged totals, and hostile containers (each a clean exit 1 naming the member and the
+//! rule, nothing written).
+
+use crate::common::containers::*;
+use crate::common::*;
+use serde_json::Value;
+
+fn sq(a: &[f32], b: &[f32]) -> Vec<f32> {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).collect()
+}
+
+fn floats(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s as f32 / u32::MAX as f32) * 8.0 - 4.0
+        })
+        .collect()
+}
+
+fn as_f32(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// A pair of checkpoints: `w` (3x4) and `b` (4) differ, `same` (5) does not.
+fn checkpoint_pair(dir: &Dir) -> [Vec<f32>; 4] {
+    let (wa, wb, ba, bb) = (floats(12, 1), floats(12, 2), floats(4, 3), floats(4, 4));
+    let same = floats(5, 5);
+    dir.write(
+        "a.safetensors",
+        &safetensors(&[
+            ("w", "F32", &[3, 4], f32_bytes(&wa)),
+            ("b", "F32", &[4], f32_bytes(&ba)),
+            ("same", "F32", &[5], f32_bytes(&same)),
+        ]),
+    );
+    dir.write(
+        "b.safetensors",
+        &safetensors(&[
+            ("same", "F32", &[5], f32_bytes(&same)),
+            ("w", "F32", &[3, 4], f32_bytes(&wb)),
+            ("b", "F32", &[4], f32_bytes(&bb)),
+        ]),
+    );
+    [wa, wb, ba, bb]
+}
+
+#[test]
+fn safetensors_pairs_run_member_by_member_into_a_safetensors_output() {
+    let dir = Dir::new();
+    let [wa, wb, ba, bb] = checkpoint_pair(&dir);
+    let out =
+        dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "c.safetensors", "--stats", "--report", "r.json"]);
+    out.ok();
+    let c = read_safetensors(&dir.read("c.safetensors"));
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["b", "same", "w"]);
+    assert_eq!(c["w"].0, "F32");
+    assert_eq!(c["w"].1, [3, 4]);
+    assert_eq!(as_f32(&c["w"].2), sq(&wa, &wb));
+    assert_eq!(as_f32(&c["b"].2), sq(&ba, &bb));
+    assert!(as_f32(&c["same"].2).iter().all(|&x| x == 0.0));
+    // stderr: one line per member that differs, then the totals; `same` is all zeros.
+    assert!(out.stderr.contains("tensorop: w: float32"), "{}", out.stderr);
+    assert!(!out.stderr.contains("tensorop: same:"), "{}", out.stderr);
+    assert!(out.stderr.contains("3 member pairs, 2 differ"), "{}", out.stderr);
+    let r = dir.report("r.json");
+    assert_eq!(r["status"], "ok");
+    assert_eq!(r["inputs"][0]["format"], "safetensors");
+    let names: Vec<&str> = r["members"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["w", "b", "same"], "A's order");
+    let w = &r["members"][0];
+    assert_eq!(w["minimum_feature_level"], "3_1");
+    assert_eq!(w["output_member"], "w");
+    assert_eq!(w["dml"]["operator"], "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE", "{w}");
+    assert_eq!(w["dml"]["tensors"]["ATensor"]["Sizes"], serde_json::json!([3, 4]));
+    assert_eq!(w["inputs"][1]["member"], "w");
+    assert_eq!(r["totals"]["pairs"], 3);
+    assert_eq!(r["totals"]["differing"], 2);
+    assert_eq!(r["totals"]["minimum_feature_level"], "3_1");
+    assert_eq!(r["totals"]["stats"]["count"], 21);
+    assert_eq!(r["output"]["format"], "safetensors");
+}
+
+#[test]
+fn merged_totals_equal_one_run_over_every_element_bit_for_bit() {
+    let dir = Dir::new();
+    let [wa, wb, ba, bb] = checkpoint_pair(&dir);
+    let same = floats(5, 5);
+    // The same elements as one .npy pair, in member order.
+    let a: Vec<f32> = wa.iter().chain(&ba).chain(&same).copied().collect();
+    let b: Vec<f32> = wb.iter().chain(&bb).chain(&same).copied().collect();
+    dir.write("a.npy", &npy(&[a.len()], &a));
+    dir.write("b.npy", &npy(&[b.len()], &b));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "one.npy", "--stats", "--report", "one.json"]).ok();
+    let one = dir.report("one.json")["stats"].clone();
+    for threads in ["1", "2"] {
+        dir.run(&[
+            "sqdiff",
+            "a.safetensors",
+            "b.safetensors",
+            "-o",
+            "/dev/null",
+            "--stats",
+            "--report",
+            "r.json",
+            "--threads",
+            threads,
+        ])
+        .ok();
+        let totals = dir.report("r.json")["totals"]["stats"].clone();
+        assert_eq!(totals, one, "--threads {threads}");
+    }
+}
+
+#[test]
+fn npz_stored_and_deflated_pair_and_write_an_npz() {
+    let dir = Dir::new();
+    let (xa, xb) = (floats(6, 7), floats(6, 8));
+    let ya: Vec<i32> = vec![1, -2, 3, i32::MAX];
+    let yb: Vec<i32> = vec![4, 5, -6, -1];
+    dir.write("a.npz", &zip(&[Entry::stored("x.npy", npy(&[2, 3], &xa)), Entry::stored("y.npy", npy(&[4], &ya))]));
+    dir.write("b.npz", &zip(&[Entry::deflated("y.npy", npy(&[4], &yb)), Entry::deflated("x.npy", npy(&[2, 3], &xb))]));
+    dir.run(&["sub", "a.npz", "b.npz", "-o", "c.npz"]).ok();
+    let c = read_npz(&dir.read("c.npz"));
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["x", "y"]);
+    let x = parse_npy(&c["x"]);
+    assert_eq!(x.descr, "<f4");
+    let expected: Vec<f32> = xa.iter().zip(&xb).map(|(p, q)| p - q).collect();
+    assert_eq!(as_f32(&x.data), expected);
+    let y = parse_npy(&c["y"]);
+    let got: Vec<i32> = y.data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(got, ya.iter().zip(&yb).map(|(p, q)| p.wrapping_sub(*q)).collect::<Vec<_>>());
+}
+
+#[test]
+fn one_npy_against_a_container_applies_to_every_member() {
+    let dir = Dir::new();
+    let [wa, _, ba, _] = checkpoint_pair(&dir);
+    dir.write("bias.npy", &npy(&[4], &[0.5f32, 1.0, -1.0, 2.0]));
+    let out = dir.run(&[
+        "sub",
+        "a.safetensors",
+        "bias.npy",
+        "-o",
+        "c.safetensors",
+        "--member",
+        "w",
+        "--member",
+        "b",
+        "--report",
+        "r.json",
+    ]);
+    out.ok();
+    let c = read_safetensors(&dir.read("c.safetensors"));
+    let bias = [0.5f32, 1.0, -1.0, 2.0];
+    let w: Vec<f32> = wa.iter().enumerate().map(|(i, x)| x - bias[i % 4]).collect();
+    assert_eq!(as_f32(&c["w"].2), w);
+    assert_eq!(as_f32(&c["b"].2), ba.iter().zip(bias).map(|(x, y)| x - y).collect::<Vec<_>>());
+    assert!(!c.contains_key("same"), "not selected");
+    let r = dir.report("r.json");
+    assert_eq!(r["inputs"][1]["format"], "npy");
+    assert_eq!(r["members"][0]["inputs"][1]["member"], Value::Null);
+    assert_eq!(r["members"][0]["broadcast"]["strides"][1], serde_json::json!([0, 1]));
+}
+
+#[test]
+fn members_without_a_partner_fail_the_run_unless_skipped() {
+    let dir = Dir::new();
+    dir.write(
+        "a.safetensors",
+        &safetensors(&[("x", "F32", &[2], f32_bytes(&[1.0, 2.0])), ("only_a", "F32", &[1], f32_bytes(&[1.0]))]),
+    );
+    dir.write(
+        "b.safetensors",
+        &safetensors(&[("x", "F32", &[2], f32_bytes(&[1.0, 1.0])), ("only_b", "F32", &[1], f32_bytes(&[1.0]))]),
+    );
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "c.safetensors", "--report", "r.json"]);
+    out.expect_code(5).stderr_mentions("only_a").stderr_mentions("only_b").stderr_mentions("--skip-unpaired");
+    assert!(!dir.exists("c.safetensors"), "nothing written");
+    let r = dir.report("r.json");
+    assert_eq!(r["status"], "unpaired");
+    assert_eq!(r["unpaired"]["only_in_a"], serde_json::json!(["only_a"]));
+    assert_eq!(r["unpaired"]["only_in_b"], serde_json::json!(["only_b"]));
+    let out = dir.run(&[
+        "sub",
+        "a.safetensors",
+        "b.safetensors",
+        "-o",
+        "c.safetensors",
+        "--skip-unpaired",
+        "--report",
+        "r.json",
+    ]);
+    out.ok().stderr_mentions("only_a");
+    assert_eq!(read_safetensors(&dir.read("c.safetensors")).len(), 1);
+    assert_eq!(dir.report("r.json")["unpaired"]["skipped"], true);
+    // Selecting the common members leaves nothing unpaired.
+    dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "d.safetensors", "--member", "x"]).ok();
+}
+
+#[test]
+fn member_patterns_select_and_a_pattern_that_selects_nothing_is_an_error() {
+    let dir = Dir::new();
+    checkpoint_pair(&dir);
+    dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "c.safetensors", "--member", "s*", "--member", "?"]).ok();
+    assert_eq!(read_safetensors(&dir.read("c.safetensors")).keys().collect::<Vec<_>>(), ["b", "same", "w"]);
+    dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "d.safetensors", "--member", "s*"]).ok();
+    assert_eq!(read_safetensors(&dir.read("d.safetensors")).keys().collect::<Vec<_>>(), ["same"]);
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "e.safetensors", "--member", r"C:\w"]);
+    out.expect_code(1).stderr_mentions(r"C:\\w").stderr_mentions("matches no member");
+    assert!(!dir.exists("e.safetensors"));
+}
+
+#[test]
+fn a_container_pair_refuses_an_npy_output_and_discards_into_the_null_device() {
+    let dir = Dir::new();
+    checkpoint_pair(&dir);
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "c.npy"]);
+    out.expect_code(1).stderr_mentions("-o OUT.safetensors");
+    assert!(!dir.exists("c.npy"));
+    let out =
+        dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "/dev/null", "--stats", "--report", "r.json"]);
+    out.ok().stderr_mentions("mean squared error");
+    let r = dir.report("r.json");
+    assert_eq!(r["output"], Value::Null);
+    assert_eq!(r["bytes_written"], 0);
+    assert_eq!(r["members"][0]["output_member"], Value::Null);
+    assert!(r["members"][0]["stats"]["count"].as_u64() == Some(12));
+}
+
+#[test]
+fn a_container_written_to_standard_output_is_whole() {
+    let dir = Dir::new();
+    let [wa, wb, ..] = checkpoint_pair(&dir);
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "-"]);
+    out.ok();
+    let c = read_safetensors(&out.stdout);
+    assert_eq!(as_f32(&c["w"].2), sq(&wa, &wb));
+    let dir2 = Dir::new();
+    dir2.write("a.npz", &zip(&[Entry::stored("x.npy", npy(&[2], &[1.0f32, 2.0]))]));
+    let out = dir2.run(&["sub", "a.npz", "a.npz", "-o", "-"]);
+    out.ok();
+    assert_eq!(as_f32(&parse_npy(&read_npz(&out.stdout)["x"]).data), [0.0, 0.0]);
+}
+
+#[test]
+fn failed_member_checks_fail_the_run_with_every_member_reported() {
+    let dir = Dir::new();
+    let ints: Vec<u8> = [1i64, 2].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let st = safetensors(&[("ok", "F32", &[2], f32_bytes(&[1.0, 2.0])), ("wide", "I64", &[2], ints.clone())]);
+    dir.write("a.safetensors", &st);
+    let out =
+        dir.run(&["sub", "a.safetensors", "a.safetensors", "-o", "c.safetensors", "-f", "3_1", "--report", "r.json"]);
+    out.expect_code(3).stderr_mentions("wide").stderr_mentions("datatype_supported");
+    assert!(!dir.exists("c.safetensors"));
+    let r = dir.report("r.json");
+    assert_eq!(r["status"], "invalid");
+    assert_eq!(r["members"][0]["status"], "ok");
+    assert_eq!(r["members"][0]["minimum_feature_level"], "1_0");
+    assert_eq!(r["members"][1]["status"], "invalid");
+    assert_eq!(r["members"][1]["minimum_feature_level"], "4_1");
+    assert_eq!(r["totals"]["invalid"], 1);
+    assert_eq!(r["totals"]["minimum_feature_level"], "4_1", "the newest of the members' minimum levels");
+    // sqdiff has no int64 row at any level: the pair of checkpoints passes at none.
+    dir.run(&["sqdiff", "a.safetensors", "a.safetensors", "-o", "c.safetensors", "--report", "r.json"]).expect_code(3);
+    assert_eq!(dir.report("r.json")["totals"]["minimum_feature_level"], Value::Null);
+    // Dtypes tensorop cannot compute are refused by name.
+    dir.write("f8.safetensors", &safetensors(&[("q", "F8_E4M3", &[2], vec![1, 2]), ("m", "BOOL", &[1], vec![1])]));
+    let out = dir.run(&["sub", "f8.safetensors", "f8.safetensors", "-o", "c.safetensors", "-f", "none"]);
+    out.expect_code(3).stderr_mentions("F8_E4M3");
+}
+
+#[test]
+fn formats_are_read_from_the_content_not_the_name() {
+    let dir = Dir::new();
+    dir.write("model.bin", &safetensors(&[("x", "F32", &[2], f32_bytes(&[3.0, 4.0]))]));
+    dir.write("other.npy", &zip(&[Entry::stored("x.npy", npy(&[2], &[1.0f32, 1.0]))]));
+    dir.run(&["sub", "model.bin", "other.npy", "-o", "c.safetensors"]).ok();
+    assert_eq!(as_f32(&read_safetensors(&dir.read("c.safetensors"))["x"].2), [2.0, 3.0]);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_container_from_a_fifo_is_read() {
+    let dir = Dir::new();
+    let bytes = safetensors(&[("x", "F32", &[2], f32_bytes(&[3.0, 4.0]))]);
+    dir.write("a.safetensors", &bytes);
+    let fifo = dir.path("pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let writer = std::thread::spawn(move || std::fs::write(fifo, bytes));
+    dir.run(&["sub", "pipe", "a.safetensors", "-o", "c.safetensors"]).ok();
+    writer.join().unwrap().expect("fifo write");
+    assert_eq!(as_f32(&read_safetensors(&dir.read("c.safetensors"))["x"].2), [0.0, 0.0]);
+}
+
+/// Runs `sub` with `a` as A and a valid B, expecting a clean exit 1 whose message holds every
+/// one of `needles`, and nothing written.
+fn refused(name: &str, a: &[u8], needles: &[&str]) {
+    let dir = Dir::new();
+    dir.write(name, a);
+    dir.write("ok.safetensors", &safetensors(&[("x", "F32", &[2], f32_bytes(&[1.0, 2.0]))]));
+    let before = dir.listing();
+    let out = dir.run(&["sub", name, "ok.safetensors", "-o", "c.safetensors", "--skip-unpaired"]);
+    out.expect_code(1);
+    for n in needles {
+        assert!(out.stderr.contains(n), "{name}: {n:?} missing from: {}", out.stderr);
+    }
+    assert_eq!(dir.listing(), before, "{name}: nothing written");
+}
+
+#[test]
+fn hostile_safetensors_files_are_clean_errors() {
+    let x = f32_bytes(&[1.0, 2.0]);
+    let mut past = safetensors(&[("x", "F32", &[2], x.clone())]);
+    past[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    refused("past.safetensors", &past, &["header length", "truncated"]);
+    let overlap = r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#;
+    refused("overlap.safetensors", &safetensors_raw(overlap, &[0; 12]), &["overlap.safetensors", "y"]);
+    let out_of_range = r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+    refused("range.safetensors", &safetensors_raw(out_of_range, &[0; 4]), &["truncated"]);
+    refused("trailing.safetensors", &safetensors_raw(out_of_range, &[0; 12]), &["4 bytes follow"]);
+    let dup = r#"{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+    refused("dup.safetensors", &safetensors_raw(dup, &[0; 8]), &["\"x\"", "twice"]);
+    let size = r#"{"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#;
+    refused("size.safetensors", &safetensors_raw(size, &[0; 8]), &["size.safetensors"]);
+    let huge = r#"{"x":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}}"#;
+    refused("huge.safetensors", &safetensors_raw(huge, &[0; 8]), &["huge.safetensors"]);
+    let path = r#"{"../x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+    refused("path.safetensors", &safetensors_raw(path, &[0; 8]), &["../x", ".."]);
+    refused("short.safetensors", &[7, 0, 0, 0, 0, 0, 0, 0, b'{'], &["short.safetensors"]);
+}
+
+#[test]
+fn hostile_npz_files_are_clean_errors() {
+    let x = npy(&[2], &[1.0f32, 2.0]);
+    refused("path.npz", &zip(&[Entry::stored("../x.npy", x.clone())]), &["../x.npy", "`..`"]);
+    refused("abs.npz", &zip(&[Entry::stored("/x.npy", x.clone())]), &["/x.npy", "absolute"]);
+    refused("dup.npz", &zip(&[Entry::stored("x.npy", x.clone()), Entry::stored("x.npy", x.clone())]), &["twice"]);
+    refused("txt.npz", &zip(&[Entry::stored("x.txt", b"hello".to_vec())]), &["x.txt", "not a .npy member"]);
+    let whole = zip(&[Entry::stored("x.npy", x.clone())]);
+    refused("cut.npz", &whole[..whole.len() - 30], &["cut.npz"]);
+    // A deflated member that inflates to more than its directory says: a zip bomb.
+    let zeros = npy(&[1 << 20], &vec![0.0f32; 1 << 20]);
+    let mut bomb = Entry::deflated("x.npy", zeros.clone());
+    bomb.declared_size = Some(1000);
+    refused("bomb.npz", &zip(&[bomb]), &["x", "1000 bytes"]);
+    // Declaring far more than deflate can make from the compressed bytes.
+    let mut liar = Entry::deflated("x.npy", x.clone());
+    liar.declared_size = Some(u32::MAX);
+    refused("liar.npz", &zip(&[liar]), &["more than deflate can produce"]);
+    let mut crc = Entry::deflated("x.npy", x.clone());
+    crc.declared_crc = Some(0x1234_5678);
+    refused("crc.npz", &zip(&[crc]), &["CRC-32"]);
+    let mut crc_stored = Entry::stored("x.npy", x.clone());
+    crc_stored.declared_crc = Some(0x1234_5678);
+    // A stored member is read in place and never whole at once: its CRC is not checked.
+    let dir = Dir::new();
+    dir.write("s.npz", &zip(&[crc_stored]));
+    dir.run(&["sub", "s.npz", "s.npz", "-o", "c.npz"]).ok();
+}
+
+#[test]
+fn overlapping_zip_members_are_refused() {
+    // Two directory entries that point at the same local header and data.
+    let x = npy(&[2], &[1.0f32, 2.0]);
+    let mut bytes = zip(&[Entry::stored("x.npy", x.clone()), Entry::stored("y.npy", x)]);
+    // Point y's directory entry (the second) at x's local header (offset 0): find the second
+    // central header and zero its local-header offset.
+    let cd = bytes.windows(4).position(|w| w == b"PK\x01\x02").expect("central directory");
+    let second = cd + 4 + bytes[cd + 4..].windows(4).position(|w| w == b"PK\x01\x02").expect("second entry");
+    bytes[second + 42..second + 46].copy_from_slice(&0u32.to_le_bytes());
+    let dir = Dir::new();
+    dir.write("o.npz", &bytes);
+    let out = dir.run(&["sub", "o.npz", "o.npz", "-o", "c.npz"]);
+    out.expect_code(1).expect_message();
+    assert!(!dir.exists("c.npz"));
+}
