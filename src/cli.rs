@@ -78,13 +78,15 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct OpArgs {
-    /// First input .npy (`-` = standard input)
+    /// First input: .npy, or a .npz or .safetensors container, run member by member (`-` =
+    /// a .npy on standard input)
     #[arg(value_name = "A")]
     pub a: String,
-    /// Second input .npy (`-` = standard input)
+    /// Second input: .npy, .npz or .safetensors (`-` = a .npy on standard input)
     #[arg(value_name = "B")]
     pub b: String,
-    /// Output .npy (`-` = standard output; the default when standard output is not a terminal)
+    /// Output .npy, or for containers .safetensors or .npz (`-` = standard output; the default
+    /// when standard output is not a terminal)
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<String>,
     /// DirectML feature level to validate against: 1_0 ... 6_4 (also 3.1, DML_FEATURE_LEVEL_3_1),
@@ -98,7 +100,8 @@ pub struct OpArgs {
     /// Where the arithmetic runs
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
-    /// float16 only: round A - B to float16 before squaring (NumPy's behaviour)
+    /// float16 and bfloat16 only: round A - B to the element type before squaring (NumPy's
+    /// behaviour)
     #[arg(long)]
     pub half_precision: bool,
     /// Write a JSON report of checks and timings here (`-` = standard output)

@@ -213,6 +213,9 @@ fn exact(dtype: DType, b: &[u8]) -> String {
                 .find_map(|t| t.parse::<f64>().ok().filter(|&v| f16::from_f64(v) == h).map(|v| v.to_string()))
                 .unwrap_or_else(|| h.to_string())
         }
+        // A bfloat16 is a float32 with its low 16 bits zero: float32's shortest digits may
+        // need more than bfloat16's, but they read back as the same value.
+        DType::BF16 => f32::from(half::bf16::from_le_bytes([b[0], b[1]])).to_string(),
         DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
         DType::F64 => value(dtype, b).to_string(),
         _ => crate::dxdispatch::values::format(dtype, b),
@@ -225,6 +228,7 @@ fn value(dtype: DType, b: &[u8]) -> f64 {
     x[..b.len()].copy_from_slice(b);
     match dtype {
         DType::F16 => f64::from(f16::from_le_bytes([x[0], x[1]])),
+        DType::BF16 => f64::from(half::bf16::from_le_bytes([x[0], x[1]])),
         DType::F32 => f64::from(f32::from_le_bytes([x[0], x[1], x[2], x[3]])),
         DType::F64 => f64::from_le_bytes(x),
         _ => 0.0,
@@ -252,7 +256,7 @@ fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
         }
     };
     match dtype {
-        DType::F16 | DType::F32 | DType::F64 => Diff::Float((value(dtype, a) - value(dtype, b)).abs()),
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Diff::Float((value(dtype, a) - value(dtype, b)).abs()),
         DType::I8 | DType::I16 | DType::I32 | DType::I64 => Diff::Int((int(a, true) - int(b, true)).unsigned_abs()),
         _ => Diff::Int((int(a, false) - int(b, false)).unsigned_abs()),
     }
@@ -262,7 +266,7 @@ fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
 /// them, 0 for +0 and -0; `None` for integers, NaNs, and an infinity against a finite value.
 pub fn ulp_distance(dtype: DType, a: &[u8], b: &[u8]) -> Option<u64> {
     let bits = match dtype {
-        DType::F16 => 16u32,
+        DType::F16 | DType::BF16 => 16u32,
         DType::F32 => 32,
         DType::F64 => 64,
         _ => return None,

@@ -1,14 +1,16 @@
-//! Element data types: the eleven numeric dtypes tensorop computes on, their names, sizes and
-//! `.npy` type strings, the [`Element`] trait every kernel is generic over, and the one macro
+//! Element data types: the twelve numeric dtypes tensorop computes on (bfloat16, which `.npy`
+//! has no type for, only in containers), their names, sizes and `.npy` type strings, the [`Element`] trait every kernel is generic over, and the one macro
 //! ([`with_dtype!`](crate::with_dtype)) that turns a runtime [`DType`] into a Rust type.
 
-use half::f16;
+use half::{bf16, f16};
 use std::fmt;
 
 /// A numeric dtype tensorop can compute on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
     F16,
+    /// bfloat16 (float32's exponent, 7 stored mantissa bits): `.safetensors` members only.
+    BF16,
     F32,
     F64,
     I8,
@@ -23,9 +25,10 @@ pub enum DType {
 
 impl DType {
     /// Every numeric dtype, in the order the support matrix lists them.
-    pub const ALL: [DType; 11] = [
+    pub const ALL: [DType; 12] = [
         DType::F32,
         DType::F16,
+        DType::BF16,
         DType::F64,
         DType::I64,
         DType::I32,
@@ -41,6 +44,7 @@ impl DType {
     pub fn name(self) -> &'static str {
         match self {
             DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
             DType::F32 => "float32",
             DType::F64 => "float64",
             DType::I8 => "int8",
@@ -58,24 +62,37 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::I8 | DType::U8 => 1,
-            DType::F16 | DType::I16 | DType::U16 => 2,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F64 | DType::I64 | DType::U64 => 8,
         }
     }
 
-    /// The NumPy kind character (`f`, `i`, `u`).
+    /// The NumPy kind character (`f`, `i`, `u`); bfloat16, which NumPy has no type for, is
+    /// written as raw 2-byte values (`V`).
     fn kind(self) -> char {
         match self {
+            DType::BF16 => 'V',
             DType::F16 | DType::F32 | DType::F64 => 'f',
             DType::I8 | DType::I16 | DType::I32 | DType::I64 => 'i',
             DType::U8 | DType::U16 | DType::U32 | DType::U64 => 'u',
         }
     }
 
-    /// Looks a dtype up by NumPy kind character and byte size.
+    /// Looks a dtype up by NumPy kind character and byte size (never bfloat16: a `.npy` file
+    /// cannot say that its raw 2-byte values are bfloat16).
     pub fn from_kind_size(kind: char, size: u64) -> Option<DType> {
-        DType::ALL.into_iter().find(|d| d.kind() == kind && d.size() as u64 == size)
+        DType::ALL.into_iter().find(|d| d.in_npy() && d.kind() == kind && d.size() as u64 == size)
+    }
+
+    /// Whether `.npy` has a type for the dtype (every one but bfloat16).
+    pub fn in_npy(self) -> bool {
+        self != DType::BF16
+    }
+
+    /// Whether the dtype is a floating-point one.
+    pub fn is_float(self) -> bool {
+        self.kind() == 'f' || self == DType::BF16
     }
 
     /// The little-endian `.npy` type string tensorop writes (`<f4`, `|u1`, ...).
@@ -133,6 +150,12 @@ impl Element for f16 {
         f16::from_bits(self.to_bits().swap_bytes())
     }
 }
+impl Element for bf16 {
+    #[inline]
+    fn swap_bytes(self) -> Self {
+        bf16::from_bits(self.to_bits().swap_bytes())
+    }
+}
 impl Element for f32 {
     #[inline]
     fn swap_bytes(self) -> Self {
@@ -155,6 +178,10 @@ macro_rules! with_dtype {
         match $dt {
             $crate::dtype::DType::F16 => {
                 type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
                 $body
             }
             $crate::dtype::DType::F32 => {
@@ -207,7 +234,7 @@ mod tests {
 
     #[test]
     fn names_sizes_and_descrs_round_trip() {
-        for d in DType::ALL {
+        for d in DType::ALL.into_iter().filter(|d| d.in_npy()) {
             assert_eq!(DType::from_name(d.name()), Some(d));
             let descr = d.npy_descr();
             let kind = descr.chars().nth(1).unwrap();
@@ -218,6 +245,11 @@ mod tests {
         assert_eq!(DType::U8.npy_descr(), "|u1");
         assert_eq!(DType::F16.npy_descr(), "<f2");
         assert_eq!(DType::from_kind_size('f', 16), None);
+        // bfloat16 has no .npy type: raw 2-byte values never read back as bfloat16.
+        assert_eq!(DType::BF16.npy_descr(), "<V2");
+        assert_eq!(DType::from_kind_size('V', 2), None);
+        assert_eq!(DType::from_name("bfloat16"), Some(DType::BF16));
+        assert_eq!(with_dtype!(DType::BF16, T => std::mem::size_of::<T>()), 2);
     }
 
     #[test]

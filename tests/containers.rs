@@ -380,3 +380,168 @@ fn overlapping_zip_members_are_refused() {
     out.expect_code(1).expect_message();
     assert!(!dir.exists("c.npz"));
 }
+
+/// bfloat16 rounded from float32 by hand: nearest even on the bits, NaN made quiet.
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+fn bf16_value(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// float16's formulas with bfloat16's rounding: one rounding at the end, or (`half`) one more
+/// after the difference.
+fn bf16_ref(sqdiff: bool, half: bool, a: u16, b: u16) -> u16 {
+    let d = bf16_value(a) - bf16_value(b);
+    match (sqdiff, half) {
+        (false, _) => bf16_bits(d),
+        (true, false) => bf16_bits(d * d),
+        (true, true) => {
+            let h = bf16_value(bf16_bits(d));
+            bf16_bits(h * h)
+        }
+    }
+}
+
+/// bfloat16 bit patterns with seams: zeros, subnormals, the smallest normal, ±1 and neighbours,
+/// the largest finite, infinities, NaNs, and values whose differences or squares round on a tie.
+const BF16_EDGES: [u16; 24] = [
+    0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x0081, 0x3f80, 0xbf80, 0x3f81, 0x3f7f, 0x7f7f, 0xff7f, 0x7f80,
+    0xff80, 0x7fc0, 0xffc1, 0x4000, 0x5f80, 0x1f80, 0x3e4d, 0xc2f7, 0x4380, 0x3b80,
+];
+
+/// A `.safetensors` pair of bfloat16 members: every edge against every edge, and a broadcast one.
+fn bf16_pair(dir: &Dir) -> (Vec<u16>, Vec<u16>) {
+    let n = BF16_EDGES.len();
+    let a: Vec<u16> = (0..n * n).map(|i| BF16_EDGES[i / n]).collect();
+    let b: Vec<u16> = (0..n * n).map(|i| BF16_EDGES[i % n]).collect();
+    let bytes = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let row: Vec<u16> = BF16_EDGES[..n].to_vec();
+    dir.write(
+        "a.safetensors",
+        &safetensors(&[("edges", "BF16", &[n, n], bytes(&a)), ("bcast", "BF16", &[n, n], bytes(&a))]),
+    );
+    dir.write(
+        "b.safetensors",
+        &safetensors(&[("edges", "BF16", &[n, n], bytes(&b)), ("bcast", "BF16", &[n], bytes(&row))]),
+    );
+    (a, b)
+}
+
+fn as_u16(bytes: &[u8]) -> Vec<u16> {
+    bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+}
+
+fn same_bf16(what: &str, got: &[u16], want: &[u16]) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let nan = |h: u16| h & 0x7fff > 0x7f80;
+        assert!(g == w || nan(g) && nan(w), "{what} at {i}: got {g:#06x}, want {w:#06x}");
+    }
+}
+
+#[test]
+fn bfloat16_members_compute_at_level_none_with_float16s_arithmetic() {
+    let dir = Dir::new();
+    let (a, b) = bf16_pair(&dir);
+    for (args, sqdiff, half) in [
+        (&["sub"][..], false, false),
+        (&["sqdiff"][..], true, false),
+        (&["sqdiff", "--half-precision"][..], true, true),
+    ] {
+        let cmd =
+            [args, &["a.safetensors", "b.safetensors", "-f", "none", "-o", "c.safetensors", "--stats", "-q"]].concat();
+        dir.run(&cmd).ok();
+        let c = read_safetensors(&dir.read("c.safetensors"));
+        assert_eq!(c["edges"].0, "BF16", "{args:?}");
+        let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| bf16_ref(sqdiff, half, x, y)).collect();
+        same_bf16(&format!("{args:?} edges"), &as_u16(&c["edges"].2), &want);
+        // The broadcast member: B's row against every row of A, which is `edges` again.
+        same_bf16(&format!("{args:?} bcast"), &as_u16(&c["bcast"].2), &want);
+    }
+    // --stats over bfloat16 results: counts by class from the bits.
+    dir.run(&[
+        "sub",
+        "a.safetensors",
+        "b.safetensors",
+        "-f",
+        "none",
+        "-o",
+        "/dev/null",
+        "--stats",
+        "--report",
+        "r.json",
+    ])
+    .ok();
+    let r = dir.report("r.json");
+    let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| bf16_ref(false, false, x, y)).collect();
+    let nan = want.iter().filter(|&&h| h & 0x7fff > 0x7f80).count() as u64;
+    assert_eq!(r["members"][0]["stats"]["count"], want.len() as u64);
+    assert_eq!(r["members"][0]["stats"]["nan"], nan);
+    assert_eq!(r["members"][0]["inputs"][0]["dtype"], "bfloat16");
+}
+
+#[test]
+fn bfloat16_is_refused_at_every_directml_level_and_in_npz_outputs() {
+    let dir = Dir::new();
+    bf16_pair(&dir);
+    for level in ["1_0", "3_1", "latest"] {
+        let out = dir.run(&[
+            "sub",
+            "a.safetensors",
+            "b.safetensors",
+            "-f",
+            level,
+            "-o",
+            "c.safetensors",
+            "--report",
+            "r.json",
+        ]);
+        out.expect_code(3).stderr_mentions("DirectML has no bfloat16").stderr_mentions("--feature-level none");
+        assert!(!dir.exists("c.safetensors"), "{level}: nothing written");
+        let r = dir.report("r.json");
+        assert_eq!(r["members"][0]["minimum_feature_level"], Value::Null, "{level}");
+        let failed: Vec<&str> = r["members"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["status"] == "fail")
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        assert!(failed.contains(&"datatype_supported"), "{level}: {failed:?}");
+    }
+    // .npy (and so .npz) has no bfloat16 type: refused before anything is written.
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", "c.npz"]);
+    out.expect_code(1).stderr_mentions("bfloat16").stderr_mentions(".safetensors");
+    assert!(!dir.exists("c.npz"));
+}
+
+#[test]
+fn bfloat16_on_wgpu_matches_the_cpu_bit_for_bit() {
+    if !gpu_available("bfloat16_on_wgpu_matches_the_cpu_bit_for_bit") {
+        return;
+    }
+    let dir = Dir::new();
+    bf16_pair(&dir);
+    for args in [&["sub"][..], &["sqdiff"], &["sqdiff", "--half-precision"]] {
+        let cmd = [args, &["a.safetensors", "b.safetensors", "-f", "none", "-o", "-", "-q"]].concat();
+        let cpu = dir.run(&cmd);
+        cpu.ok();
+        let cpu = read_safetensors(&cpu.stdout);
+        // Native float32 where the device keeps subnormals, and float32 on its bits (as on a
+        // device that flushes them).
+        for env in [&[][..], &[("TENSOROP_WGPU_EMULATE", "1")]] {
+            let gpu = dir.run_env(&[&cmd[..], &["--backend", "wgpu"]].concat(), env);
+            gpu.ok();
+            let gpu = read_safetensors(&gpu.stdout);
+            for name in ["edges", "bcast"] {
+                same_bf16(&format!("{args:?} {name} {env:?}"), &as_u16(&gpu[name].2), &as_u16(&cpu[name].2));
+            }
+        }
+    }
+}

@@ -25,8 +25,9 @@ const RATIO_SLACK: u64 = 1 << 16;
 
 /// Opens a `.npz` file: directory read and checked, each member's `.npy` header read.
 pub fn open(label: &str, file: File) -> Result<Container> {
-    let size = file.metadata().with_context(|| format!("input {label}: cannot inspect the file"))?.len();
-    let fail = |rule: String| anyhow!("input {label}: not a valid .npz file: {rule}");
+    // The caller names the input (`input A (a.npz)`); messages here name the rule and the member.
+    let size = file.metadata().context("cannot inspect the file")?.len();
+    let fail = |rule: String| anyhow!("not a valid .npz file: {rule}");
     let mut archive = zip::ZipArchive::new(&file).map_err(|e| fail(format!("{e}")))?;
     if archive.has_duplicate_names() {
         return Err(fail("a member name appears twice in the archive's directory".into()));
@@ -83,20 +84,21 @@ pub fn open(label: &str, file: File) -> Result<Container> {
     let mut bytes_read = 0;
     for m in &mut members {
         let label = format!("{label}[{}]", m.name);
+        let member = format!("member {:?}", m.name);
         let header = match m.location {
             Location::Stored { start, len } => {
-                let input = NpyInput::in_region(&label, file.try_clone()?, start, len)
-                    .with_context(|| format!("input {label}"))?;
+                let input =
+                    NpyInput::in_region(&label, file.try_clone()?, start, len).with_context(|| member.clone())?;
                 input.header
             }
             Location::Deflated { start, compressed, size, .. } => {
                 let mut inflated = inflater(&file, start, compressed).take(size);
                 let header = read_header(&mut inflated, MAX_STREAM_HEADER.min(size))
-                    .with_context(|| format!("input {label}: its .npy header"))?;
+                    .with_context(|| format!("{member}: its .npy header"))?;
                 let whole = header.data_offset.checked_add(header.data_bytes);
                 if whole != Some(size) {
                     bail!(
-                        "input {label}: its .npy header describes {} bytes but the archive declares the member as \
+                        "{member}: its .npy header describes {} bytes but the archive declares the member as \
                          {size} bytes; the archive is corrupt",
                         whole.map_or("more than 2^64".into(), |w| w.to_string())
                     );
@@ -182,13 +184,17 @@ pub(super) fn inflate_member(
 
 /// An `.npz` being written: each member a stored `NAME.npy`, streamed (sizes and CRC in data
 /// descriptors after each member's data), so any ordered target can take it.
+///
+/// The zip writer is kept out of `Drop`: dropped unfinished (a failed run), it would try to
+/// write the directory to a target that just failed and print its own error. A writer dropped
+/// without [`Writer::finish`] is abandoned instead, with the partial output it was writing.
 pub struct Writer<W: Write> {
-    zip: zip::ZipWriter<zip::write::StreamWriter<W>>,
+    zip: std::mem::ManuallyDrop<zip::ZipWriter<zip::write::StreamWriter<W>>>,
 }
 
 impl<W: Write> Writer<W> {
     pub fn new(out: W) -> Writer<W> {
-        Writer { zip: zip::ZipWriter::new_stream(out) }
+        Writer { zip: std::mem::ManuallyDrop::new(zip::ZipWriter::new_stream(out)) }
     }
 
     /// Starts member `name` (`name.npy` in the archive) of `len` bytes (a `.npy` file's).
@@ -207,7 +213,8 @@ impl<W: Write> Writer<W> {
 
     /// Writes the central directory.
     pub fn finish(self) -> Result<()> {
-        self.zip.finish().map_err(|e| anyhow!("cannot write: {e}"))?;
+        let zip = std::mem::ManuallyDrop::into_inner(self.zip);
+        zip.finish().map_err(|e| anyhow!("cannot write: {e}"))?;
         Ok(())
     }
 }

@@ -105,8 +105,13 @@ fn stages(
     progress: &mut Progress,
 ) -> Result<Outcome> {
     if cfg.dxdispatch.is_some() {
-        bail!("--dxdispatch takes one pair of .npy files, not containers; select the member and save it as .npy");
+        bail!(
+            "--dxdispatch exports one pair of .npy files, not containers: a DirectML repro is one dispatch; save the \
+             member you want to reproduce as .npy (for example with NumPy or the safetensors package) and export that"
+        );
     }
+    // The output's format first: a .npy output is refused before any work.
+    out_format(cfg, inputs)?;
     *pairing = pair([&inputs[0], &inputs[1]], &cfg.members)?;
     let t = Instant::now();
     *members = pairing.pairs.iter().map(|p| check(cfg, inputs, p)).collect();
@@ -131,7 +136,8 @@ fn stages(
         )));
     }
     if members.is_empty() {
-        bail!("no member pairs to run: the inputs have no members in common (after --member)");
+        let after = if cfg.members.is_empty() { "" } else { " among the members --member selects" };
+        bail!("no member pairs to run: the inputs have no members in common{after}");
     }
     if cfg.dry_run {
         return Ok(Outcome::Ok);
@@ -237,7 +243,7 @@ fn out_format(cfg: &Config, inputs: &[Opened; 2]) -> Result<Option<OutFormat>> {
         Some("npz") => OutFormat::Npz,
         Some("npy") => bail!(
             "output {}: a container pair has many results and a .npy file holds one; write -o OUT.safetensors or \
-             -o OUT.npz, or pick one member with --member NAME and give a .npy input",
+             -o OUT.npz (a member can be read back from either by name)",
             p.display()
         ),
         _ => from_inputs(),
@@ -288,13 +294,14 @@ fn execute(cfg: &Config, inputs: &[Opened; 2], members: &mut [MemberRun], progre
     let staging = sink.as_ref().map(Sink::staging);
     let removed = sink.as_ref().map(|s| s.removed_leftovers().to_vec()).unwrap_or_default();
     let mut writer = match (format, sink.as_mut()) {
-        (Some(f), Some(s)) => {
-            Some(ContainerWriter::begin(f, &out_members, s).with_context(|| format!("output {out_label}"))?)
-        }
+        (Some(f), Some(s)) => Some(
+            ContainerWriter::begin(f, &out_members, s, out_label.clone())
+                .with_context(|| format!("output {out_label}"))?,
+        ),
         _ => None,
     };
-    let threads_used = compute_all(cfg, inputs, members, gpu.as_ref(), writer.as_mut(), progress)
-        .with_context(|| format!("output {out_label}"))?;
+    // Errors name what failed: a member's input (`input b.npz[x]: ...`) or the output.
+    let threads_used = compute_all(cfg, inputs, members, gpu.as_ref(), writer.as_mut(), progress)?;
     let mut written = 0;
     if let Some(w) = writer.take() {
         written = w.written;

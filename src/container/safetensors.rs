@@ -20,13 +20,14 @@ const MAX_HEADER: u64 = 100_000_000;
 
 /// Opens a `.safetensors` file: header read and checked against the file's size.
 pub fn open(label: &str, file: File) -> Result<Container> {
-    let size = file.metadata().with_context(|| format!("input {label}: cannot inspect the file"))?.len();
-    let fail = |rule: String| anyhow!("input {label}: not a valid .safetensors file: {rule}");
+    // The caller names the input (`input A (a.safetensors)`); messages here name the rule.
+    let size = file.metadata().context("cannot inspect the file")?.len();
+    let fail = |rule: String| anyhow!("not a valid .safetensors file: {rule}");
     if size < 8 {
         return Err(fail(format!("the file is {size} bytes, shorter than the 8-byte header length")));
     }
     let mut len8 = [0u8; 8];
-    crate::sys::read_exact_at(&file, &mut len8, 0).with_context(|| format!("input {label}: cannot read"))?;
+    crate::sys::read_exact_at(&file, &mut len8, 0).context("cannot read the header")?;
     let n = u64::from_le_bytes(len8);
     if n > size - 8 {
         return Err(fail(format!(
@@ -38,7 +39,7 @@ pub fn open(label: &str, file: File) -> Result<Container> {
         return Err(fail(format!("the header length is {n} bytes, more than the format's {MAX_HEADER}-byte limit")));
     }
     let mut text = vec![0u8; n as usize];
-    crate::sys::read_exact_at(&file, &mut text, 8).with_context(|| format!("input {label}: cannot read"))?;
+    crate::sys::read_exact_at(&file, &mut text, 8).context("cannot read the header")?;
     if let Some(dup) = duplicate_key(&text) {
         return Err(fail(format!("the tensor name {dup:?} appears twice in the header")));
     }
@@ -106,6 +107,7 @@ fn duplicate_key(text: &[u8]) -> Option<String> {
 fn file_dtype(d: Dtype) -> (FileDType, u64) {
     let numeric = match d {
         Dtype::F16 => Some(DType::F16),
+        Dtype::BF16 => Some(DType::BF16),
         Dtype::F32 => Some(DType::F32),
         Dtype::F64 => Some(DType::F64),
         Dtype::I8 => Some(DType::I8),
@@ -129,6 +131,7 @@ fn file_dtype(d: Dtype) -> (FileDType, u64) {
 pub fn dtype_name(d: DType) -> &'static str {
     match d {
         DType::F16 => "F16",
+        DType::BF16 => "BF16",
         DType::F32 => "F32",
         DType::F64 => "F64",
         DType::I8 => "I8",

@@ -9,7 +9,7 @@ use super::npz;
 use super::safetensors;
 use crate::dtype::DType;
 use crate::output::{BrokenPipe, Sink};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::io::{self, Write};
 
 /// The format of a container output.
@@ -39,6 +39,8 @@ pub struct OutMember {
 /// The container being written.
 pub struct ContainerWriter<'a> {
     inner: Inner<'a>,
+    /// How errors name the output (`output c.safetensors`).
+    label: String,
     /// Bytes handed to the sink.
     pub written: u64,
 }
@@ -52,7 +54,12 @@ impl<'a> ContainerWriter<'a> {
     /// Starts a container of `members` in `format` on `sink`: a `.safetensors` header is
     /// written at once. A member `.npz` cannot hold (bfloat16: `.npy` has no such type) is
     /// refused before anything is written.
-    pub fn begin(format: OutFormat, members: &[OutMember], sink: &'a mut Sink) -> Result<ContainerWriter<'a>> {
+    pub fn begin(
+        format: OutFormat,
+        members: &[OutMember],
+        sink: &'a mut Sink,
+        label: String,
+    ) -> Result<ContainerWriter<'a>> {
         let mut w = SinkWriter { sink, written: 0 };
         let inner = match format {
             OutFormat::Safetensors => {
@@ -72,15 +79,16 @@ impl<'a> ContainerWriter<'a> {
                 Inner::Npz(Box::new(npz::Writer::new(w)))
             }
         };
-        Ok(ContainerWriter { inner, written: 0 })
+        Ok(ContainerWriter { inner, label, written: 0 })
     }
 
     /// Starts the next member, whose `.npy` header (for `.npz`) is `npy_header` and whose data
     /// takes `data_bytes`.
     pub fn start_member(&mut self, name: &str, npy_header: &[u8], data_bytes: u64) -> Result<()> {
         if let Inner::Npz(z) = &mut self.inner {
-            z.start(name, npy_header.len() as u64 + data_bytes)?;
-            z.write(npy_header)?;
+            let label = &self.label;
+            z.start(name, npy_header.len() as u64 + data_bytes).with_context(|| format!("output {label}"))?;
+            z.write(npy_header).with_context(|| format!("output {label}"))?;
             self.written += npy_header.len() as u64;
         }
         Ok(())
@@ -88,10 +96,11 @@ impl<'a> ContainerWriter<'a> {
 
     /// Writes the current member's next data bytes.
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        match &mut self.inner {
-            Inner::Safetensors(w) => w.write_all(bytes).map_err(from_io)?,
-            Inner::Npz(z) => z.write(bytes)?,
-        }
+        let written = match &mut self.inner {
+            Inner::Safetensors(w) => w.write_all(bytes).map_err(from_io),
+            Inner::Npz(z) => z.write(bytes),
+        };
+        written.with_context(|| format!("output {}", self.label))?;
         self.written += bytes.len() as u64;
         Ok(())
     }

@@ -92,6 +92,8 @@ pub fn parse(dtype: DType, v: &Value) -> Result<Scalar, String> {
         DType::F64 => Scalar::from_le(&float()?.to_le_bytes()),
         DType::F32 => Scalar::from_le(&(float()? as f32).to_le_bytes()),
         DType::F16 => Scalar::from_le(&f16_toward_zero(float()? as f32).to_le_bytes()),
+        // DirectML has no bfloat16 and a model cannot name it; kept total, rounded to nearest.
+        DType::BF16 => Scalar::from_le(&half::bf16::from_f64(float()?).to_le_bytes()),
         DType::I8 => Scalar::from_le(&(signed(i8::MIN.into(), i8::MAX.into())? as i8).to_le_bytes()),
         DType::I16 => Scalar::from_le(&(signed(i16::MIN.into(), i16::MAX.into())? as i16).to_le_bytes()),
         DType::I32 => Scalar::from_le(&(signed(i32::MIN.into(), i32::MAX.into())? as i32).to_le_bytes()),
@@ -119,6 +121,11 @@ pub fn step(dtype: DType, value: Scalar, delta: Scalar) -> Scalar {
             let d = f16::from_le_bytes([delta.0[0], delta.0[1]]);
             Scalar::from_le(&f16_toward_zero(f32::from(a) + f32::from(d)).to_le_bytes())
         }
+        DType::BF16 => {
+            let a = half::bf16::from_le_bytes([value.0[0], value.0[1]]);
+            let d = half::bf16::from_le_bytes([delta.0[0], delta.0[1]]);
+            Scalar::from_le(&half::bf16::from_f32(f32::from(a) + f32::from(d)).to_le_bytes())
+        }
         DType::F32 => {
             let a = f32::from_le_bytes([value.0[0], value.0[1], value.0[2], value.0[3]]);
             let d = f32::from_le_bytes([delta.0[0], delta.0[1], delta.0[2], delta.0[3]]);
@@ -145,6 +152,7 @@ pub fn format(dtype: DType, bytes: &[u8]) -> String {
     }
     match dtype {
         DType::F16 => fmt_g(f64::from(f16::from_le_bytes([b[0], b[1]]))),
+        DType::BF16 => fmt_g(f64::from(half::bf16::from_le_bytes([b[0], b[1]]))),
         DType::F32 => fmt_g(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
         DType::F64 => fmt_g(f64::from_le_bytes(b)),
         DType::I8 => (b[0] as i8).to_string(),
@@ -164,6 +172,7 @@ pub fn format(dtype: DType, bytes: &[u8]) -> String {
 fn nan_text(dtype: DType, bytes: &[u8]) -> Option<&'static str> {
     let (exp_bits, frac_bits) = match dtype {
         DType::F16 => (5u32, 10u32),
+        DType::BF16 => (8, 7),
         DType::F32 => (8, 23),
         DType::F64 => (11, 52),
         _ => return None,

@@ -469,7 +469,8 @@ mod tests {
     #[test]
     fn encoded_headers_parse_back_aligned() {
         for shape in [vec![], vec![5], vec![8, 7, 6, 5]] {
-            for d in DType::ALL {
+            // bfloat16 has no .npy type (its raw values are never written as .npy).
+            for d in DType::ALL.into_iter().filter(|d| d.in_npy()) {
                 let bytes = encode_header(d, &shape);
                 assert_eq!(bytes.len() % 64, 0);
                 let h = read_header(&mut Cursor::new(&bytes), bytes.len() as u64).unwrap();

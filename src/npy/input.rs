@@ -242,7 +242,6 @@ impl NpyInput {
     }
 }
 
-/// Checks that exactly `header.data_bytes` bytes follow the header.
 /// Reads `file` from `at` up to `end` with positional reads (the file's cursor is not used, so
 /// other readers of the same file are not disturbed).
 pub(crate) struct RegionReader<'a> {
@@ -263,6 +262,7 @@ impl Read for RegionReader<'_> {
     }
 }
 
+/// Checks that exactly `header.data_bytes` bytes follow the header.
 fn check_size(header: &Header, available: u64) -> Result<()> {
     let want = header.data_bytes;
     if available < want {

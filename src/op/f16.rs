@@ -1,10 +1,12 @@
-//! float16 arithmetic: float32 inside, rounded to float16 at the end. The slice kernel is a fused
-//! F16C pass on x86-64 CPUs that have it, and block conversions with `half` elsewhere.
+//! The 16-bit floats' arithmetic: float32 inside, rounded to float16 (or bfloat16) at the end.
+//! float16's slice kernel is a fused F16C pass on x86-64 CPUs that have it, and block conversions
+//! with `half` elsewhere; bfloat16's is the portable loop (its conversions are bit shifts and an
+//! integer rounding, which the compiler vectorises).
 
 use super::arith::{map2, Arith, ElementSteps};
 use super::{Formula, Operand};
-use half::f16;
 use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
 use std::marker::PhantomData;
 
 /// float16 arithmetic is carried out in float32 and rounded to float16 once at the end (and, with
@@ -43,6 +45,33 @@ impl Arith for f16 {
             return;
         }
         f16_blocks(f, out, a, b);
+    }
+}
+
+/// bfloat16 arithmetic is float16's with bfloat16's rounding: carried out in float32 (every
+/// bfloat16 is a float32, so widening is exact) and rounded to nearest even once at the end (and,
+/// with [`Formula::SqDiffRounded`], once more after the difference). NaN stays NaN.
+impl Arith for bf16 {
+    type Wide = f32;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn narrow(w: f32) -> bf16 {
+        bf16::from_f32(w)
+    }
+    #[inline(always)]
+    fn sub(a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    fn mul(a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    fn round(w: f32) -> f32 {
+        bf16::from_f32(w).to_f32()
     }
 }
 

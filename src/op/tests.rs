@@ -237,3 +237,61 @@ fn slice_kernels_match_scalar_reference() {
     let u64s: Vec<u64> = (0..300u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
     check_slices(&u64s);
 }
+
+/// bfloat16 rounded from float32 by hand: round to nearest even on the bits, NaN made quiet.
+fn soft_bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// The bfloat16 reference: float16's formulas (`soft_f16`) with bfloat16's exact widening (a
+/// shift) and [`soft_bf16_bits`].
+fn soft_bf16(sem: Semantics, a: u16, b: u16) -> u16 {
+    let w = |h: u16| f32::from_bits(u32::from(h) << 16);
+    let (x, y) = (w(a), w(b));
+    let r = match (sem.op, sem.half_precision) {
+        (Op::Sub, _) => x - y,
+        (Op::SqDiff, false) => (x - y) * (x - y),
+        (Op::SqDiff, true) => {
+            let h = w(soft_bf16_bits(x - y));
+            h * h
+        }
+    };
+    soft_bf16_bits(r)
+}
+
+#[test]
+fn bfloat16_matches_the_hand_rounded_reference_for_every_input() {
+    use half::bf16;
+    // Signed zeros, ±1, subnormals, the smallest normals, the largest finite values, infinities,
+    // NaNs, values next to rounding ties, overflow when squared, and arbitrary ones.
+    let interesting: [u16; 22] = [
+        0x0000, 0x8000, 0x3f80, 0xbf80, 0x0001, 0x8001, 0x007f, 0x0080, 0x0081, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0,
+        0xffc1, 0x3f81, 0x3f7f, 0x4000, 0x5f80, 0x1f80, 0x3e4d, 0xc2f7,
+    ];
+    for sem in [SUB, SQ, SQH] {
+        for a in 0..=u16::MAX {
+            for &b in &interesting {
+                for (x, y) in [(a, b), (b, a)] {
+                    let got = sem.scalar(bf16::from_bits(x), bf16::from_bits(y));
+                    let want = soft_bf16(sem, x, y);
+                    if bf16::from_bits(want).is_nan() {
+                        assert!(got.is_nan(), "{sem:?} {x:#06x} {y:#06x}: got {:#06x}, want NaN", got.to_bits());
+                    } else {
+                        assert_eq!(got.to_bits(), want, "{sem:?} {x:#06x} {y:#06x}");
+                    }
+                }
+            }
+        }
+    }
+    // One rounding by default, two with --half-precision: they differ somewhere.
+    let b = bf16::from_bits(0x3f81);
+    let differ =
+        (0u16..0x7f80).step_by(7).filter(|&a| SQ.scalar(bf16::from_bits(a), b) != SQH.scalar(bf16::from_bits(a), b));
+    assert!(differ.count() > 0, "the two bfloat16 modes should not be identical");
+    let bf16s: Vec<bf16> = (0..3000u32).map(|i| bf16::from_bits((i * 21 + 7) as u16)).collect();
+    check_slices(&bf16s);
+}

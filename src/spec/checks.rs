@@ -429,6 +429,11 @@ impl fmt::Display for DtypeFix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DtypeFix::Level(l) => write!(f, "use --feature-level {l} or newer, or convert the inputs"),
+            DtypeFix::Never { dtype: DType::BF16, .. } => write!(
+                f,
+                "DirectML has no bfloat16 tensor type at any feature level: use --feature-level none, or convert \
+                 the inputs to float32 or float16"
+            ),
             DtypeFix::Never { op, dtype } => write!(
                 f,
                 "DirectML's {} never supports {dtype}: convert the inputs, or use --feature-level none",
@@ -946,6 +951,10 @@ mod tests {
         assert_eq!(fix(Op::Sub, "4_0", I64), DtypeFix::Level(fl("4_1")));
         assert_eq!(fix(Op::Sub, "latest", F64), DtypeFix::Never { op: Op::Sub, dtype: F64 });
         assert_eq!(fix(Op::SqDiff, "latest", I8), DtypeFix::Never { op: Op::SqDiff, dtype: I8 });
+        assert_eq!(fix(Op::Sub, "1_0", BF16), DtypeFix::Never { op: Op::Sub, dtype: BF16 });
+        let bf16 = DtypeFix::Never { op: Op::Sub, dtype: BF16 }.to_string();
+        assert!(bf16.starts_with("DirectML has no bfloat16 tensor type at any feature level"), "{bf16}");
+        assert!(run(Op::SqDiff, "none", BroadcastMode::Numpy, of(BF16, &[2, 3]), of(BF16, &[3])).valid());
         assert_eq!(
             datatype(Op::Sub, "4_1", of(I8, &[2])),
             Datatype::Refused {
@@ -1366,6 +1375,7 @@ mod tests {
             (U16, Some("5_1"), None),
             (U8, Some("5_1"), None),
             (F64, None, None),
+            (BF16, None, None),
         ] {
             assert_eq!(first(Op::Sub, d).as_deref(), sub, "sub {d}");
             assert_eq!(first(Op::SqDiff, d).as_deref(), sqdiff, "sqdiff {d}");

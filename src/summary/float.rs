@@ -10,7 +10,7 @@
 
 use super::exact::exact_float_sum;
 use super::{Accumulator, Number, Summarise, Summary};
-use half::f16;
+use half::{bf16, f16};
 
 /// Float64's biased exponents: 0 (zero and subnormals) to 2047 (infinities and NaN).
 const EXPONENTS: usize = 2048;
@@ -172,6 +172,20 @@ impl FloatBits for f16 {
     }
 }
 
+impl FloatBits for bf16 {
+    const MANT: u32 = 7;
+    const EXP: u32 = 8;
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn from_bits(b: u64) -> Self {
+        bf16::from_bits(b as u16)
+    }
+    fn value(self) -> f64 {
+        self.to_f64()
+    }
+}
+
 macro_rules! summarise_floats {
     ($($t:ty),*) => {$(
         impl Summarise for $t {
@@ -181,7 +195,7 @@ macro_rules! summarise_floats {
         }
     )*};
 }
-summarise_floats!(f16, f64);
+summarise_floats!(f16, bf16, f64);
 
 /// Independent copies of the scratch buckets: consecutive elements usually share an exponent,
 /// and one copy would make each addition wait for the previous one to the same bucket.

@@ -34,7 +34,7 @@ impl Accumulator {
     /// An empty summary for elements of `dtype`.
     pub fn new(dtype: DType) -> Accumulator {
         match dtype {
-            DType::F16 | DType::F32 | DType::F64 => Accumulator::Float(FloatSum::default()),
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Accumulator::Float(FloatSum::default()),
             DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64 => {
                 Accumulator::Int(IntSum::default())
             }

@@ -12,7 +12,8 @@
 //!   and `step_round` (`identity.wgsl` where `Wide` is the element type; `float32_bits.wgsl`;
 //!   `float16.wgsl` with the device's `f16`, or `float16_packed.wgsl` without it, both rounding
 //!   to nearest even with the integer conversions of `float16_bits.wgsl` where the device's own
-//!   might not), and the steps `step_sub` and `step_mul` of [`crate::op::Steps`]
+//!   might not; `bfloat16.wgsl`, or `bfloat16_exact.wgsl` over `float32_exact.wgsl`'s steps, with
+//!   `bfloat16_bits.wgsl`'s conversions), and the steps `step_sub` and `step_mul` of [`crate::op::Steps`]
 //!   (`native_steps.wgsl` with WGSL's operators; `int64_words.wgsl` on `vec2<u32>` words for
 //!   devices without 64-bit integers; `float64_words.wgsl`, IEEE binary64 on `vec2<u32>` words
 //!   for devices without SHADER_F64; `float32_exact.wgsl`, float32 on its bits for devices that
@@ -193,6 +194,13 @@ const INT64_WORDS: &[Part] = &[IDENTITY, wgsl!("int64_words.wgsl")];
 const FLOAT16: &[Part] = &[wgsl!("float16.wgsl"), F16_BITS, NATIVE_STEPS];
 /// float16 on its bits, computed in float32, converted in integer operations.
 const FLOAT16_PACKED: &[Part] = &[wgsl!("float16_packed.wgsl"), F16_BITS, NATIVE_STEPS];
+/// bfloat16 <-> float32 bits in integer operations: every bfloat16 kernel's conversions.
+const BF16_BITS: Part = wgsl!("bfloat16_bits.wgsl");
+/// bfloat16 on its bits, computed in the device's float32 (a device that keeps subnormals).
+const BFLOAT16: &[Part] = &[wgsl!("bfloat16.wgsl"), BF16_BITS, NATIVE_STEPS];
+/// bfloat16 on its bits, computed as float32 on its bits, exact on a device that flushes
+/// subnormals.
+const BFLOAT16_EXACT: &[Part] = &[wgsl!("bfloat16_exact.wgsl"), BF16_BITS, wgsl!("float32_exact.wgsl")];
 /// float32 on its bits with the device's IEEE operations (a device that keeps subnormals).
 const FLOAT32_BITS: &[Part] = &[wgsl!("float32_bits.wgsl"), NATIVE_STEPS];
 /// float32 on its bits, exact on a device that flushes subnormals (flushing them itself with
@@ -208,6 +216,8 @@ pub(super) const SHADER_INT64: &str = "SHADER_INT64";
 pub(super) const SHADER_F64: &str = "SHADER_F64";
 const EIGHT_BIT_INTEGERS: &str = "8-bit integers (no wgpu feature)";
 const FLOAT32_SUBNORMALS: &str = "float32 subnormals (no wgpu feature)";
+const BFLOAT16_TYPE: &str = "bfloat16 (no wgpu feature)";
+const BFLOAT16_AND_SUBNORMALS: &str = "bfloat16 and float32 subnormals (no wgpu feature)";
 
 /// Whether a dtype's kernel depends on a capability beyond WGSL's core types and, if so, whether
 /// it has it from the device: what the report lists under `features_native` or
@@ -253,6 +263,9 @@ impl Recipe {
             I64 | U64 => (Words64, "vec2<u32>", INT64_WORDS, Emulates(SHADER_INT64)),
             F16 if native.f16 => (Direct { word: "f16" }, "f32", FLOAT16, Uses(SHADER_F16)),
             F16 => (Packed { lanes: 2 }, "f32", FLOAT16_PACKED, Emulates(SHADER_F16)),
+            // WGSL has no bfloat16 type: always on u32 words, computed in float32.
+            BF16 if native.f32_subnormals => (Packed { lanes: 2 }, "f32", BFLOAT16, Emulates(BFLOAT16_TYPE)),
+            BF16 => (Packed { lanes: 2 }, "u32", BFLOAT16_EXACT, Emulates(BFLOAT16_AND_SUBNORMALS)),
             F32 if native.f32_subnormals => (U32_WORD, "f32", FLOAT32_BITS, Core),
             F32 => (U32_WORD, "u32", FLOAT32_EXACT, Emulates(FLOAT32_SUBNORMALS)),
             F64 if native.f64 => (Direct { word: "f64" }, "f64", WRAPPING, Uses(SHADER_F64)),
