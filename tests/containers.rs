@@ -104,7 +104,7 @@ fn merged_totals_equal_one_run_over_every_element_bit_for_bit() {
             "a.safetensors",
             "b.safetensors",
             "-o",
-            "/dev/null",
+            NULL,
             "--stats",
             "--report",
             "r.json",
@@ -223,8 +223,7 @@ fn a_container_pair_refuses_an_npy_output_and_discards_into_the_null_device() {
     let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "c.npy"]);
     out.expect_code(1).stderr_mentions("-o OUT.safetensors");
     assert!(!dir.exists("c.npy"));
-    let out =
-        dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "/dev/null", "--stats", "--report", "r.json"]);
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", NULL, "--stats", "--report", "r.json"]);
     out.ok().stderr_mentions("mean squared error");
     let r = dir.report("r.json");
     assert_eq!(r["output"], Value::Null);
@@ -465,19 +464,7 @@ fn bfloat16_members_compute_at_level_none_with_float16s_arithmetic() {
         same_bf16(&format!("{args:?} bcast"), &as_u16(&c["bcast"].2), &want);
     }
     // --stats over bfloat16 results: counts by class from the bits.
-    dir.run(&[
-        "sub",
-        "a.safetensors",
-        "b.safetensors",
-        "-f",
-        "none",
-        "-o",
-        "/dev/null",
-        "--stats",
-        "--report",
-        "r.json",
-    ])
-    .ok();
+    dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", NULL, "--stats", "--report", "r.json"]).ok();
     let r = dir.report("r.json");
     let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| bf16_ref(false, false, x, y)).collect();
     let nan = want.iter().filter(|&&h| h & 0x7fff > 0x7f80).count() as u64;
@@ -544,4 +531,42 @@ fn bfloat16_on_wgpu_matches_the_cpu_bit_for_bit() {
             }
         }
     }
+}
+
+#[test]
+fn a_container_output_may_replace_an_input_in_place() {
+    let dir = Dir::new();
+    let [wa, wb, ..] = checkpoint_pair(&dir);
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "a.safetensors"]);
+    out.ok();
+    let c = read_safetensors(&dir.read("a.safetensors"));
+    assert_eq!(as_f32(&c["w"].2), sq(&wa, &wb));
+    // Another spelling of the null device only summarises: nothing is written anywhere.
+    let null = if cfg!(windows) { "nul:" } else { "null-link" };
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("/dev/null", dir.path(null)).expect("symlink");
+    let before = dir.listing();
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", null, "--stats", "--report", "r.json"]);
+    out.ok();
+    assert_eq!(dir.report("r.json")["output"], Value::Null, "summarised only");
+    let mut after = dir.listing();
+    after.retain(|f| f != "r.json");
+    assert_eq!(after, before);
+}
+
+#[test]
+fn a_dry_run_reports_every_members_descriptors_and_writes_nothing() {
+    let dir = Dir::new();
+    checkpoint_pair(&dir);
+    dir.write("bias.npy", &npy(&[4], &[0.5f32, 1.0, -1.0, 2.0]));
+    let before = dir.listing();
+    let out =
+        dir.run(&["sqdiff", "a.safetensors", "bias.npy", "--member", "w", "-f", "3_1", "--dry-run", "--report", "-"]);
+    out.ok();
+    let r: Value = serde_json::from_slice(&out.stdout).expect("report");
+    let w = &r["members"][0];
+    assert_eq!(w["broadcast"]["strides"], serde_json::json!([[4, 1], [0, 1]]));
+    assert_eq!(w["dml"]["tensors"]["BTensor"]["Strides"], serde_json::json!([0, 1]), "{w}");
+    assert_eq!(r["dry_run"], true);
+    assert_eq!(dir.listing(), before, "nothing written");
 }

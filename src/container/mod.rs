@@ -80,6 +80,8 @@ pub struct Member {
     /// The dtype and shape, from the header (for `.npz`, the member's own `.npy` header).
     pub dtype: FileDType,
     pub shape: Vec<u64>,
+    /// Stored in Fortran order (an `.npz` member's own header says so; never in `.safetensors`).
+    pub fortran_order: bool,
     location: Location,
 }
 

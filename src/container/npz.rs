@@ -76,6 +76,7 @@ pub fn open(label: &str, file: File) -> Result<Container> {
             name: name.to_string(),
             dtype: crate::npy::header::FileDType::Other(String::new()),
             shape: vec![],
+            fortran_order: false,
             location,
         });
     }
@@ -110,6 +111,7 @@ pub fn open(label: &str, file: File) -> Result<Container> {
         bytes_read += header.data_offset;
         m.dtype = header.dtype;
         m.shape = header.shape;
+        m.fortran_order = header.fortran_order;
     }
     Ok(Container { label: label.into(), format: Format::Npz, members, file, size, bytes_read })
 }

@@ -18,6 +18,7 @@ use crate::pipeline::{self, Outcome};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::report::container::*;
 use crate::report::{ms, summary, BackendInfo, BroadcastInfo, RunStatus, Tool};
+use crate::shape::view_strides;
 use crate::spec::checks::{validate, TensorSpec, Validation};
 use crate::spec::dml::descriptors;
 use crate::spec::level::LevelChoice;
@@ -64,9 +65,10 @@ struct Progress {
 pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Option<Sink>, start: Instant) -> Outcome {
     let mut progress = Progress { open, ..Progress::default() };
     progress.bytes_read = inputs.iter().map(bytes_opened).sum();
+    let described = [container_input(&inputs[0]), container_input(&inputs[1])];
     let mut members = Vec::new();
     let mut pairing = Pairing::default();
-    let mut outcome = match stages(cfg, &inputs, &mut pairing, &mut members, &mut progress) {
+    let mut outcome = match stages(cfg, inputs, &mut pairing, &mut members, &mut progress) {
         Ok(o) => o,
         Err(e) if e.is::<crate::output::BrokenPipe>() => Outcome::Ok,
         Err(e) => Outcome::Error(e),
@@ -74,7 +76,7 @@ pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Optio
     if matches!(outcome, Outcome::Ok) && !cfg.quiet {
         print_summary(cfg, &members);
     }
-    let report = report(cfg, &inputs, &pairing, members, progress, &outcome, start.elapsed());
+    let report = report(cfg, described, &pairing, members, progress, &outcome, start.elapsed());
     if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
         if let Err(e) = write_report(&report, sink).with_context(|| format!("report {}", dest.label())) {
             outcome = match outcome {
@@ -89,6 +91,14 @@ pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Optio
     outcome
 }
 
+/// How the report describes an input.
+fn container_input(o: &Opened) -> ContainerInput {
+    match o {
+        Opened::Single(x) => ContainerInput { path: x.label.clone(), format: Format::Npy.name(), members: 1 },
+        Opened::Many(c) => ContainerInput { path: c.label.clone(), format: c.format.name(), members: c.members.len() },
+    }
+}
+
 fn bytes_opened(o: &Opened) -> u64 {
     match o {
         Opened::Single(x) => x.bytes_read.min(x.header.data_offset),
@@ -96,10 +106,12 @@ fn bytes_opened(o: &Opened) -> u64 {
     }
 }
 
-/// Pairs, checks, and (unless refused) computes and writes.
+/// Pairs, checks, and (unless refused) computes and writes. The inputs are closed before the
+/// output is committed (Windows cannot rename over a file that is open, so `-o A` in place
+/// needs it).
 fn stages(
     cfg: &Config,
-    inputs: &[Opened; 2],
+    inputs: [Opened; 2],
     pairing: &mut Pairing,
     members: &mut Vec<MemberRun>,
     progress: &mut Progress,
@@ -111,12 +123,12 @@ fn stages(
         );
     }
     // The output's format first: a .npy output is refused before any work.
-    out_format(cfg, inputs)?;
+    out_format(cfg, &inputs)?;
     *pairing = pair([&inputs[0], &inputs[1]], &cfg.members)?;
     let t = Instant::now();
-    *members = pairing.pairs.iter().map(|p| check(cfg, inputs, p)).collect();
+    *members = pairing.pairs.iter().map(|p| check(cfg, &inputs, p)).collect();
     progress.validate = t.elapsed();
-    note_unpaired(cfg, inputs, pairing);
+    note_unpaired(cfg, &inputs, pairing);
     let invalid: Vec<&MemberRun> = members.iter().filter(|m| !m.validation.valid()).collect();
     if let Some(first) = invalid.first() {
         return Ok(Outcome::Invalid(format!(
@@ -146,8 +158,8 @@ fn stages(
     Ok(Outcome::Ok)
 }
 
-/// The dtype and shape of one side of a pair, and how the report names it.
-fn side(inputs: &[Opened; 2], i: usize, s: Side) -> (MemberInput, &FileDType, &[u64]) {
+/// The dtype, shape and storage order of one side of a pair, and how the report names it.
+fn side(inputs: &[Opened; 2], i: usize, s: Side) -> (MemberInput, &FileDType, &[u64], bool) {
     match (&inputs[i], s) {
         (Opened::Many(c), Side::Member(k)) => {
             let m = &c.members[k];
@@ -157,7 +169,7 @@ fn side(inputs: &[Opened; 2], i: usize, s: Side) -> (MemberInput, &FileDType, &[
                 dtype: m.dtype.name(),
                 shape: m.shape.clone(),
             };
-            (info, &m.dtype, &m.shape)
+            (info, &m.dtype, &m.shape, m.fortran_order)
         }
         (Opened::Single(x), _) => {
             let info = MemberInput {
@@ -166,7 +178,7 @@ fn side(inputs: &[Opened; 2], i: usize, s: Side) -> (MemberInput, &FileDType, &[
                 dtype: x.header.dtype.name(),
                 shape: x.header.shape.clone(),
             };
-            (info, &x.header.dtype, &x.header.shape)
+            (info, &x.header.dtype, &x.header.shape, x.header.fortran_order)
         }
         (Opened::Many(_), Side::Single) => unreachable!("pairs::pair gives a container's side a member"),
     }
@@ -174,8 +186,8 @@ fn side(inputs: &[Opened; 2], i: usize, s: Side) -> (MemberInput, &FileDType, &[
 
 /// The checks of one member pair, as a single pair gets them.
 fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
-    let (ia, da, sa) = side(inputs, 0, p.sides[0]);
-    let (ib, db, sb) = side(inputs, 1, p.sides[1]);
+    let (ia, da, sa, fa) = side(inputs, 0, p.sides[0]);
+    let (ib, db, sb, fb) = side(inputs, 1, p.sides[1]);
     let name = |tag: &str, info: &MemberInput| match &info.member {
         Some(m) => format!("{tag} ({}[{m}])", info.path),
         None => format!("{tag} ({})", info.path),
@@ -188,16 +200,13 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
         _ => None,
     };
     let elements = validation.out_shape.as_ref().map_or(0, |s| s.iter().product());
-    MemberRun {
-        pair: p.clone(),
-        inputs: [ia, ib],
-        validation,
-        dtype,
-        elements,
-        strides: None,
-        summary: None,
-        written: false,
-    }
+    // The strides the plan will use, known from the headers: the report has them (and the
+    // DirectML descriptors) under --dry-run too, as a single pair's report does.
+    let strides = match (&validation.out_shape, dtype) {
+        (Some(out), Some(_)) => Some([view_strides(sa, fa, out), view_strides(sb, fb, out)]),
+        _ => None,
+    };
+    MemberRun { pair: p.clone(), inputs: [ia, ib], validation, dtype, elements, strides, summary: None, written: false }
 }
 
 /// Names on standard error the members only one input holds.
@@ -250,19 +259,23 @@ fn out_format(cfg: &Config, inputs: &[Opened; 2]) -> Result<Option<OutFormat>> {
     }))
 }
 
-/// Whether `path` is the null device, which takes a result only to discard it.
+/// Whether `path` is the null device, which takes a result only to discard it: on Windows any
+/// name Windows resolves to it (`NUL`, `nul:`, `.\NUL`, `\\.\NUL`), elsewhere `/dev/null` or a
+/// link to it.
 fn discards(path: &std::path::Path) -> bool {
+    let null = std::path::Path::new("/dev/null");
     if cfg!(windows) {
-        path.to_str().is_some_and(|s| s.eq_ignore_ascii_case("NUL") || s.eq_ignore_ascii_case(r"\\.\NUL"))
+        let resolved = std::path::absolute(path).ok();
+        resolved.and_then(|p| p.to_str().map(|s| s.eq_ignore_ascii_case(r"\\.\NUL"))).unwrap_or(false)
     } else {
-        path == std::path::Path::new("/dev/null")
+        path == null || std::fs::canonicalize(path).is_ok_and(|p| p == null)
     }
 }
 
 /// Computes every pair into the output container and commits it.
-fn execute(cfg: &Config, inputs: &[Opened; 2], members: &mut [MemberRun], progress: &mut Progress) -> Result<()> {
+fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progress: &mut Progress) -> Result<()> {
     let t = Instant::now();
-    let format = out_format(cfg, inputs)?;
+    let format = out_format(cfg, &inputs)?;
     let out_members: Vec<OutMember> = members
         .iter()
         .map(|m| {
@@ -301,13 +314,14 @@ fn execute(cfg: &Config, inputs: &[Opened; 2], members: &mut [MemberRun], progre
         _ => None,
     };
     // Errors name what failed: a member's input (`input b.npz[x]: ...`) or the output.
-    let threads_used = compute_all(cfg, inputs, members, gpu.as_ref(), writer.as_mut(), progress)?;
+    let threads_used = compute_all(cfg, &inputs, members, gpu.as_ref(), writer.as_mut())?;
     let mut written = 0;
     if let Some(w) = writer.take() {
         written = w.written;
         w.finish().with_context(|| format!("output {out_label}"))?;
     }
     drop(writer);
+    drop(inputs);
     let synced = match sink {
         Some(s) => s.commit().with_context(|| format!("output {out_label}"))?,
         None => false,
@@ -347,7 +361,6 @@ fn compute_all(
     members: &mut [MemberRun],
     gpu: Option<&backend::wgpu::Gpu>,
     mut writer: Option<&mut ContainerWriter<'_>>,
-    progress: &mut Progress,
 ) -> Result<usize> {
     let mut used = 1;
     let mut i = 0;
@@ -366,7 +379,7 @@ fn compute_all(
             end += 1;
         }
         if end - i >= 2 {
-            used = used.max(run_batch(cfg, inputs, &mut members[i..end], writer.as_deref_mut(), progress)?);
+            used = used.max(run_batch(cfg, inputs, &mut members[i..end], writer.as_deref_mut())?);
             i = end;
             continue;
         }
@@ -381,7 +394,7 @@ fn compute_all(
             None => Ok(()),
         })?;
         used = used.max(ran.threads_used);
-        finish_member(m, &plan, ran, progress);
+        finish_member(m, &plan, ran);
         i += 1;
     }
     Ok(used)
@@ -410,10 +423,9 @@ fn given<'a>(inputs: &'a [Opened; 2], opened: &'a [Option<NpyInput>; 2]) -> Resu
 }
 
 /// Records what a member's computation gave.
-fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran, progress: &mut Progress) {
-    m.strides = Some(plan.strides.clone());
+fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran) {
+    debug_assert_eq!(m.strides.as_ref(), Some(&plan.strides), "the checks' strides are the plan's");
     m.summary = ran.summary;
-    let _ = progress;
 }
 
 /// A small member's plan, result bytes and run.
@@ -425,7 +437,6 @@ fn run_batch(
     inputs: &[Opened; 2],
     batch: &mut [MemberRun],
     mut writer: Option<&mut ContainerWriter<'_>>,
-    progress: &mut Progress,
 ) -> Result<usize> {
     let workers = cfg.threads.min(batch.len());
     let next = AtomicUsize::new(0);
@@ -466,7 +477,7 @@ fn run_batch(
             w.start_member(&m.pair.name, &plan.header, plan.data_bytes)?;
             w.write(&bytes)?;
         }
-        finish_member(m, &plan, ran, progress);
+        finish_member(m, &plan, ran);
     }
     Ok(workers)
 }
@@ -579,7 +590,7 @@ fn merge(members: &[MemberRun]) -> Merged {
 /// The report of the run.
 fn report(
     cfg: &Config,
-    inputs: &[Opened; 2],
+    inputs: [ContainerInput; 2],
     pairing: &Pairing,
     members: Vec<MemberRun>,
     progress: Progress,
@@ -646,10 +657,6 @@ fn report(
             }
         })
         .collect();
-    let container_input = |o: &Opened| match o {
-        Opened::Single(x) => ContainerInput { path: x.label.clone(), format: Format::Npy.name(), members: 1 },
-        Opened::Many(c) => ContainerInput { path: c.label.clone(), format: c.format.name(), members: c.members.len() },
-    };
     let gpu = cfg.backend == BackendKind::Wgpu;
     ContainerReport {
         schema_version: 1,
@@ -660,7 +667,7 @@ fn report(
         status,
         valid: status == RunStatus::Ok && totals.invalid == 0,
         error,
-        inputs: [container_input(&inputs[0]), container_input(&inputs[1])],
+        inputs,
         members: entries,
         unpaired: Unpaired {
             only_in_a: pairing.only_in_a.clone(),

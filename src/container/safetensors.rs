@@ -71,6 +71,7 @@ pub fn open(label: &str, file: File) -> Result<Container> {
             location: Location::Raw { start, dtype: dtype.clone(), item_size },
             dtype,
             shape: info.shape.iter().map(|&d| d as u64).collect(),
+            fortran_order: false,
             name,
         });
     }
