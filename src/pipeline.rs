@@ -131,7 +131,7 @@ struct Trace {
 
 /// Says on standard error (unless `--quiet`) which temporary files of interrupted runs opening
 /// `sink` removed.
-fn note_leftovers(cfg: &Config, dest: &Destination, sink: &Sink) {
+pub(crate) fn note_leftovers(cfg: &Config, dest: &Destination, sink: &Sink) {
     if !cfg.quiet {
         for name in sink.removed_leftovers() {
             eprintln!("tensorop: removed {name}, left beside {} by an interrupted run", dest.label());

@@ -570,3 +570,47 @@ fn a_dry_run_reports_every_members_descriptors_and_writes_nothing() {
     assert_eq!(r["dry_run"], true);
     assert_eq!(dir.listing(), before, "nothing written");
 }
+
+#[test]
+fn member_order_and_output_bytes_do_not_vary_between_runs() {
+    let dir = Dir::new();
+    // Empty tensors share their byte ranges: the order must still be the same every run.
+    let mut members: Vec<(String, &str, Vec<usize>, Vec<u8>)> =
+        (0..6).map(|i| (format!("e{i}"), "F32", vec![0], vec![])).collect();
+    members.push(("w".into(), "F32", vec![2], f32_bytes(&[1.0, 2.0])));
+    let members: Vec<_> = members.iter().map(|(n, d, s, b)| (n.as_str(), *d, s.as_slice(), b.clone())).collect();
+    dir.write("a.safetensors", &safetensors(&members));
+    let mut outputs = Vec::new();
+    for _ in 0..4 {
+        dir.run(&["sub", "a.safetensors", "a.safetensors", "-f", "none", "-o", "c.safetensors", "--report", "r.json"])
+            .ok();
+        let names: Vec<String> =
+            dir.report("r.json")["members"].as_array().unwrap().iter().map(|m| m["name"].to_string()).collect();
+        outputs.push((dir.read("c.safetensors"), names));
+    }
+    assert!(
+        outputs.windows(2).all(|w| w[0] == w[1]),
+        "runs differ: {:?}",
+        outputs.iter().map(|o| &o.1).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn names_and_dtypes_the_output_cannot_hold_are_refused_before_any_work() {
+    let dir = Dir::new();
+    let x = npy(&[2], &[1.0f32, 2.0]);
+    dir.write("meta.npz", &zip(&[Entry::stored("__metadata__.npy", x.clone())]));
+    let out = dir.run(&["sub", "meta.npz", "meta.npz", "-o", "c.safetensors", "--dry-run"]);
+    out.expect_code(1).stderr_mentions("__metadata__").stderr_mentions("-o OUT.npz");
+    dir.run(&["sub", "meta.npz", "meta.npz", "-o", "c.npz"]).ok();
+    // An entry named `.npy` would be a member without a name.
+    refused("anon.npz", &zip(&[Entry::stored(".npy", x)]), &["\".npy\"", "an empty name"]);
+    // bfloat16 has no .npy type: refused under --dry-run too.
+    bf16_pair(&dir);
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", "c2.npz", "--dry-run"]);
+    out.expect_code(1).stderr_mentions("bfloat16");
+    assert!(!dir.exists("c.safetensors") && !dir.exists("c2.npz"));
+    // Sub-byte safetensors dtypes are refused by name when the file is opened.
+    let f4 = safetensors(&[("packed", "F4", &[2], vec![0x11])]);
+    refused("f4.safetensors", &f4, &["packed", "F4"]);
+}

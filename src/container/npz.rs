@@ -41,10 +41,11 @@ pub fn open(label: &str, file: File) -> Result<Container> {
         if entry.is_dir() {
             continue;
         }
-        check_member_name(&entry_name).map_err(|rule| bad(rule.into()))?;
         let Some(name) = entry_name.strip_suffix(".npy") else {
             return Err(bad("not a .npy member (an .npz holds .npy files only)".into()));
         };
+        // The member's name, as np.load gives it: `.npy` alone would be an empty name.
+        check_member_name(name).map_err(|rule| bad(rule.into()))?;
         if entry.encrypted() {
             return Err(bad("encrypted members are not supported".into()));
         }
@@ -170,12 +171,29 @@ pub(super) fn inflate_member(
         }
     }
     // One byte more than declared is read, to tell a member that inflates to more.
-    let mut reader =
-        Checked { inner: inflater(file, start, compressed).take(size + 1), crc: crc32fast::Hasher::new(), count: 0 };
-    let input = NpyInput::from_stream(label, &mut reader).with_context(|| format!("input {label}"))?;
+    let mut reader = Checked {
+        inner: inflater(file, start, compressed).take(size.saturating_add(1)),
+        crc: crc32fast::Hasher::new(),
+        count: 0,
+    };
+    let input = NpyInput::from_stream(label, &mut reader);
+    let more =
+        || anyhow!("input {label}: the member inflates to more than its declared {size} bytes; the archive is corrupt");
+    // The .npy reader stops one byte past the data it expects: a member that inflates to more
+    // than declared fails there, and is named for what it is.
+    let input = match input {
+        Err(_) if reader.count > size => return Err(more()),
+        other => other.with_context(|| format!("input {label}"))?,
+    };
     io::copy(&mut reader, &mut io::sink()).with_context(|| format!("input {label}: cannot inflate"))?;
+    if reader.count > size {
+        return Err(more());
+    }
     if reader.count != size {
-        bail!("input {label}: the member inflates to more than its declared {size} bytes; the archive is corrupt");
+        bail!(
+            "input {label}: the member inflates to {} bytes, fewer than its declared {size}; the archive is corrupt",
+            reader.count
+        );
     }
     let got = reader.crc.finalize();
     if got != crc {
@@ -204,8 +222,11 @@ impl<W: Write> Writer<W> {
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(CompressionMethod::Stored)
             .large_file(len >= u32::MAX as u64);
-        self.zip.start_file(format!("{name}.npy"), options).with_context(|| format!("member {name}"))?;
-        Ok(())
+        self.zip.start_file(format!("{name}.npy"), options).map_err(|e| match e {
+            // The target's own error (a closed standard output stays a `BrokenPipe`).
+            zip::result::ZipError::Io(io) => super::write::from_io(io),
+            other => anyhow!("member {name}: {other}"),
+        })
     }
 
     /// Writes the current member's next bytes.
@@ -216,7 +237,10 @@ impl<W: Write> Writer<W> {
     /// Writes the central directory.
     pub fn finish(self) -> Result<()> {
         let zip = std::mem::ManuallyDrop::into_inner(self.zip);
-        zip.finish().map_err(|e| anyhow!("cannot write: {e}"))?;
+        zip.finish().map_err(|e| match e {
+            zip::result::ZipError::Io(io) => super::write::from_io(io),
+            other => anyhow!("cannot write: {other}"),
+        })?;
         Ok(())
     }
 }

@@ -33,6 +33,10 @@ use std::time::{Duration, Instant};
 const SMALL_MEMBER: u64 = 4 << 20;
 /// The most result bytes a batch of small members holds in memory before it is written.
 const BATCH_BYTES: u64 = 64 << 20;
+/// Bytes of container framing per member, at most: a zip's local header, data descriptor and
+/// directory entry (with zip64 fields) and the `.npy` header, or a `.safetensors` header entry
+/// (plus three times the name's length, written in each).
+const FRAMING_PER_MEMBER: u64 = 512;
 
 /// One member pair as the run goes.
 struct MemberRun {
@@ -42,6 +46,8 @@ struct MemberRun {
     /// The output's dtype, once the pair passed its checks.
     dtype: Option<crate::dtype::DType>,
     elements: u64,
+    /// The result would be 2^64 bytes or more (`-f none` only).
+    too_large: bool,
     strides: Option<[Vec<u64>; 2]>,
     summary: Option<Accumulator>,
     written: bool,
@@ -73,7 +79,9 @@ pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Optio
         Err(e) if e.is::<crate::output::BrokenPipe>() => Outcome::Ok,
         Err(e) => Outcome::Error(e),
     };
-    if matches!(outcome, Outcome::Ok) && !cfg.quiet {
+    // Only a run that computed every pair has a verdict to print (a reader that closed
+    // standard output early ends the run with success, but not every pair was computed).
+    if matches!(outcome, Outcome::Ok) && progress.execute.is_some() && !cfg.quiet {
         print_summary(cfg, &members);
     }
     let report = report(cfg, described, &pairing, members, progress, &outcome, start.elapsed());
@@ -123,7 +131,7 @@ fn stages(
         );
     }
     // The output's format first: a .npy output is refused before any work.
-    out_format(cfg, &inputs)?;
+    let format = out_format(cfg, &inputs)?;
     *pairing = pair([&inputs[0], &inputs[1]], &cfg.members)?;
     let t = Instant::now();
     *members = pairing.pairs.iter().map(|p| check(cfg, &inputs, p)).collect();
@@ -147,6 +155,7 @@ fn stages(
             members.len()
         )));
     }
+    refuse_unwritable(members, format)?;
     if members.is_empty() {
         let after = if cfg.members.is_empty() { "" } else { " among the members --member selects" };
         bail!("no member pairs to run: the inputs have no members in common{after}");
@@ -156,6 +165,36 @@ fn stages(
     }
     execute(cfg, inputs, members, progress)?;
     Ok(Outcome::Ok)
+}
+
+/// Refuses, before any work (`--dry-run` included), a pair whose result cannot be written: one
+/// of 2^64 bytes or more, a member `.safetensors` cannot name, a dtype `.npy` (and so `.npz`)
+/// has no type for.
+fn refuse_unwritable(members: &[MemberRun], format: Option<OutFormat>) -> Result<()> {
+    if let Some(m) = members.iter().find(|m| m.too_large) {
+        bail!("member {}: the result would be larger than 2^64 bytes", m.pair.name);
+    }
+    match format {
+        Some(OutFormat::Safetensors) => {
+            if let Some(m) = members.iter().find(|m| m.pair.name == "__metadata__") {
+                bail!(
+                    "member {:?}: .safetensors keeps that name for its metadata and cannot hold a tensor of that \
+                     name; write -o OUT.npz, or leave it out with --member",
+                    m.pair.name
+                );
+            }
+        }
+        Some(OutFormat::Npz) => {
+            if let Some((m, d)) = members.iter().find_map(|m| m.dtype.filter(|d| !d.in_npy()).map(|d| (m, d))) {
+                bail!(
+                    "member {}: an .npz holds .npy files, and .npy has no {d} type; write -o OUT.safetensors",
+                    m.pair.name
+                );
+            }
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 /// The dtype, shape and storage order of one side of a pair, and how the report names it.
@@ -199,14 +238,27 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
         (true, FileDType::Numeric(d)) => Some(*d),
         _ => None,
     };
-    let elements = validation.out_shape.as_ref().map_or(0, |s| s.iter().product());
+    // Past 2^64 elements only at `-f none`; refused before any work (`stages`).
+    let elements = validation.out_shape.as_ref().map_or(Some(0), |s| crate::shape::element_count(s));
+    let too_large = elements.and_then(|n| n.checked_mul(dtype.map_or(1, |d| d.size() as u64))).is_none();
+    let elements = elements.unwrap_or(u64::MAX);
     // The strides the plan will use, known from the headers: the report has them (and the
     // DirectML descriptors) under --dry-run too, as a single pair's report does.
     let strides = match (&validation.out_shape, dtype) {
         (Some(out), Some(_)) => Some([view_strides(sa, fa, out), view_strides(sb, fb, out)]),
         _ => None,
     };
-    MemberRun { pair: p.clone(), inputs: [ia, ib], validation, dtype, elements, strides, summary: None, written: false }
+    MemberRun {
+        pair: p.clone(),
+        inputs: [ia, ib],
+        validation,
+        dtype,
+        elements,
+        too_large,
+        strides,
+        summary: None,
+        written: false,
+    }
 }
 
 /// Names on standard error the members only one input holds.
@@ -297,7 +349,11 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
         Some(_) => {
             let sink = Sink::open(&cfg.output, cfg.writing).with_context(|| format!("output {out_label}"))?;
             if let Some(dir) = sink.replace_dir() {
-                let total = out_members.iter().map(|m| m.shape.iter().product::<u64>() * m.dtype.size() as u64).sum();
+                // The results, plus each member's .npy header and framing (an upper estimate).
+                let total = members.iter().fold(0u64, |t, m| {
+                    let bytes = m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
+                    t.saturating_add(bytes).saturating_add(FRAMING_PER_MEMBER + m.pair.name.len() as u64 * 3)
+                });
                 pipeline::check_free_space(&out_label, dir, total)?;
             }
             Some(sink)
@@ -306,6 +362,9 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
     };
     let staging = sink.as_ref().map(Sink::staging);
     let removed = sink.as_ref().map(|s| s.removed_leftovers().to_vec()).unwrap_or_default();
+    if let Some(s) = &sink {
+        pipeline::note_leftovers(cfg, &cfg.output, s);
+    }
     let mut writer = match (format, sink.as_mut()) {
         (Some(f), Some(s)) => Some(
             ContainerWriter::begin(f, &out_members, s, out_label.clone())
@@ -365,7 +424,7 @@ fn compute_all(
     let mut used = 1;
     let mut i = 0;
     while i < members.len() {
-        let bytes = |m: &MemberRun| m.elements * m.dtype.map_or(1, |d| d.size() as u64);
+        let bytes = |m: &MemberRun| m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
         // A batch: consecutive small members, up to BATCH_BYTES of results.
         let mut end = i;
         let mut batch_bytes = 0;

@@ -46,8 +46,10 @@ pub fn open(label: &str, file: File) -> Result<Container> {
     let meta: Metadata = serde_json::from_slice(&text).map_err(|e| fail(format!("header: {e}")))?;
     let data_len = meta.data_len() as u64;
     let data_start = 8 + n;
-    if data_start + data_len != size {
-        let rule = if data_start + data_len > size {
+    // `data_len` is what the header claims: near 2^64 the sum overflows, which is truncation too.
+    let data_end = data_start.checked_add(data_len);
+    if data_end != Some(size) {
+        let rule = if data_end.is_none_or(|e| e > size) {
             format!(
                 "the header describes {data_len} bytes of tensor data but only {} bytes follow it; the file is truncated",
                 size - data_start
@@ -62,9 +64,20 @@ pub fn open(label: &str, file: File) -> Result<Container> {
     }
     let infos = meta.tensors();
     let mut members = Vec::with_capacity(infos.len());
-    for name in meta.offset_keys() {
+    // The file's order: by byte range, then by name, since empty tensors share their offsets
+    // and the header's own order is not kept by its parser (the order must not vary by run).
+    let mut names = meta.offset_keys();
+    names.sort_by_cached_key(|name| (infos.get(name).map(|i| i.data_offsets), name.clone()));
+    for name in names {
         let Some(info) = infos.get(&name) else { continue };
         check_member_name(&name).map_err(|rule| fail(format!("tensor {name:?}: {rule}")))?;
+        if info.dtype.bitsize() % 8 != 0 {
+            return Err(fail(format!(
+                "tensor {name:?} is {:?}, {} bits per element, which tensorop cannot read (whole bytes only)",
+                info.dtype,
+                info.dtype.bitsize()
+            )));
+        }
         let (dtype, item_size) = file_dtype(info.dtype);
         let start = data_start + info.data_offsets.0 as u64;
         members.push(Member {
