@@ -233,13 +233,19 @@ def float_edges(dt):
                      sub, -sub, sub * 3, fi.tiny - sub, 1.0, -1.0, fi.eps, 0.5, 2.0], dtype=dt)
 
 
-def reference_stats(arr):
+def reference_stats(arr, *more):
     """The `stats` object of the report for result `arr`, computed independently: exact sums
-    with Python integers, math.fsum or Fractions (rounded to float64 once), binades with frexp."""
-    flat = arr.reshape(-1)
-    s = {"count": int(flat.size)}
-    if flat.dtype.kind == "f":
-        x = flat.astype(np.float64)
+    with Python integers, math.fsum or Fractions (rounded to float64 once), binades with frexp.
+
+    With `more` arrays (all float, or all integer, like `arr`), the stats of their elements
+    concatenated, each element counted as subnormal or not by its own array's dtype."""
+    arrays = [np.asarray(a).reshape(-1) for a in (arr,) + more]
+    floats = {a.dtype.kind == "f" for a in arrays}
+    if len(floats) != 1:
+        raise ValueError("reference_stats: float and integer arrays mixed")
+    s = {"count": sum(int(a.size) for a in arrays)}
+    if floats == {True}:
+        x = np.concatenate([a.astype(np.float64) for a in arrays])
         fin = x[np.isfinite(x)]
         s.update(finite=int(fin.size), nan=int(np.isnan(x).sum()),
                  posinf=int((x == np.inf).sum()), neginf=int((x == -np.inf).sum()))
@@ -264,14 +270,16 @@ def reference_stats(arr):
                 total = None
         s["sum"] = total
         s["mean"] = None if total is None or fin.size == 0 else total / fin.size
-        tiny = float(np.finfo(flat.dtype).tiny)
-        nonzero = fin[fin != 0]
-        sub = nonzero[np.abs(nonzero) < tiny]
-        normal = nonzero[np.abs(nonzero) >= tiny]
-        exps = (np.frexp(normal)[1] - 1).tolist()
+        sub, exps = [], []
+        for a in arrays:
+            tiny = float(np.finfo(a.dtype).tiny)
+            y = a.astype(np.float64)
+            nonzero = y[np.isfinite(y) & (y != 0)]
+            sub += nonzero[np.abs(nonzero) < tiny].tolist()
+            exps += (np.frexp(nonzero[np.abs(nonzero) >= tiny])[1] - 1).tolist()
         zero = int((fin == 0).sum())
     else:
-        vals = [int(v) for v in flat.tolist()]
+        vals = [int(v) for a in arrays for v in a.tolist()]
         s.update(finite=len(vals), nan=0, posinf=0, neginf=0,
                  min=min(vals) if vals else None, max=max(vals) if vals else None)
         s["sum"] = sum(vals)
@@ -336,20 +344,28 @@ def gen_values(rng, dtype, shape):
     return v.reshape(shape)
 
 
-def gen_shapes(rng, allow_empty):
+def gen_out_shape(rng, allow_empty):
+    """A broadcast result's shape: rank 0..6, at most 4096 elements, one dim 0 if allow_empty."""
     rank = int(rng.integers(0, 7))
     out = [int(rng.choice([1, 2, 3, 4, 5, 7, 16])) for _ in range(rank)]
     while int(np.prod(out, dtype=np.int64)) > 4096:
         out[int(rng.integers(rank))] = 1
     if allow_empty and rank:
         out[int(rng.integers(rank))] = 0
+    return out
 
-    def derive():
-        r = int(rng.integers(0, rank + 1)) if rng.random() < 0.4 else rank
-        s = out[rank - r:]
-        return [1 if (d != 0 and rng.random() < 0.3) else d for d in s]
 
-    return derive(), derive()
+def derive_shape(rng, out):
+    """An input shape that broadcasts to `out`: sometimes fewer leading dims, some dims 1."""
+    rank = len(out)
+    r = int(rng.integers(0, rank + 1)) if rng.random() < 0.4 else rank
+    s = out[rank - r:]
+    return [1 if (d != 0 and rng.random() < 0.3) else d for d in s]
+
+
+def gen_shapes(rng, allow_empty):
+    out = gen_out_shape(rng, allow_empty)
+    return derive_shape(rng, out), derive_shape(rng, out)
 
 
 def make_incompatible(rng, sa, sb):
@@ -361,6 +377,15 @@ def make_incompatible(rng, sa, sb):
     sa, sb = list(sa), list(sb)
     sa[-i], sb[-i] = 2, 3
     return sa, sb
+
+
+def level_spellings(level):
+    """The ways `--feature-level` can name `level` (None: the flag left out, for 6_4)."""
+    if level == "6_4":
+        return ["6_4", "latest", None, "6.4", "DML_FEATURE_LEVEL_6_4"]
+    if level == "none":
+        return ["none"]
+    return [level, level.replace("_", "."), "DML_FEATURE_LEVEL_" + level]
 
 
 class Case:
@@ -392,9 +417,7 @@ def gen_case(seed, i):
         c.level = "6_4" if valid_latest else "none"
     else:
         c.level = str(rng.choice(LEVELS))
-    spellings = {"6_4": ["6_4", "latest", None, "6.4", "DML_FEATURE_LEVEL_6_4"]}
-    options = spellings.get(c.level, [c.level, c.level.replace("_", "."), "DML_FEATURE_LEVEL_" + c.level]
-                            if c.level != "none" else ["none"])
+    options = level_spellings(c.level)
     c.level_arg = options[int(rng.integers(len(options)))]
     c.valid, c.fails, c.loose = model(c.op, c.level, c.dtype, c.sa, c.sb, c.mode)
     c.a = gen_values(rng, c.dtype, c.sa)

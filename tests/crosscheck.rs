@@ -1,26 +1,38 @@
 //! Runs the NumPy cross-checks (`tests/crosscheck.py`; `tests/crosscheck_dxdispatch.py` for
-//! `tensorop run`) and the fixture generator
-//! (`testdata/make_fixtures.py`). Both need python3 with numpy; without them these tests print why
+//! `tensorop run`; `tests/crosscheck_containers.py` for `.npz` and `.safetensors` pairs, which
+//! also needs the `safetensors` Python package) and the fixture generator
+//! (`testdata/make_fixtures.py`). They need python3 with numpy; without them these tests print why
 //! and pass, unless `TENSOROP_REQUIRE_NUMPY=1` (as CI sets), in which case they fail.
 
 use crate::common::{bin, manifest_dir};
 use std::process::Command;
 
-/// Ok(()) when `python3 -c "import numpy"` works; otherwise the reason.
-fn numpy_available() -> Result<(), String> {
-    match Command::new("python3").args(["-c", "import numpy"]).output() {
-        Err(e) => Err(format!("python3 could not be run: {e}")),
-        Ok(o) if !o.status.success() => {
-            Err(format!("python3 cannot import numpy: {}", String::from_utf8_lossy(&o.stderr).trim()))
+/// Ok(()) when python3 can import every one of the packages `modules`; otherwise the reason,
+/// naming the first package it cannot import.
+fn python_modules_available(modules: &[&str]) -> Result<(), String> {
+    for module in modules {
+        match Command::new("python3").args(["-c", &format!("import {module}")]).output() {
+            Err(e) => return Err(format!("python3 could not be run: {e}")),
+            Ok(o) if !o.status.success() => {
+                let why = String::from_utf8_lossy(&o.stderr);
+                let last = why.trim().lines().last().unwrap_or("").to_string();
+                return Err(format!("python3 cannot import the {module} package: {last}"));
+            }
+            Ok(_) => {}
         }
-        Ok(_) => Ok(()),
     }
+    Ok(())
 }
 
 /// True when the test should go on; prints the reason and returns false when it should skip.
 /// Panics instead of skipping when TENSOROP_REQUIRE_NUMPY=1.
 fn need_numpy(test: &str) -> bool {
-    match numpy_available() {
+    need_python(test, &["numpy"])
+}
+
+/// As [`need_numpy`], for python3 with every one of the packages `modules`.
+fn need_python(test: &str, modules: &[&str]) -> bool {
+    match python_modules_available(modules) {
         Ok(()) => true,
         Err(why) => {
             if std::env::var("TENSOROP_REQUIRE_NUMPY").as_deref() == Ok("1") {
@@ -94,5 +106,12 @@ fn fixtures_regenerate_identically() {
 fn run_crosscheck_against_a_numpy_reading_of_dxdispatch() {
     if need_numpy("run_crosscheck_against_a_numpy_reading_of_dxdispatch") {
         run_crosscheck("crosscheck_dxdispatch.py", &["--seed", "1", "--cases", "150"]);
+    }
+}
+
+#[test]
+fn container_crosscheck_against_numpy_and_safetensors() {
+    if need_python("container_crosscheck_against_numpy_and_safetensors", &["numpy", "safetensors"]) {
+        run_crosscheck("crosscheck_containers.py", &["--seed", "1", "--cases", "120"]);
     }
 }
