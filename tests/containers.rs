@@ -614,3 +614,16 @@ fn names_and_dtypes_the_output_cannot_hold_are_refused_before_any_work() {
     let f4 = safetensors(&[("packed", "F4", &[2], vec![0x11])]);
     refused("f4.safetensors", &f4, &["packed", "F4"]);
 }
+
+#[test]
+fn a_forced_progress_bar_goes_to_standard_error_only() {
+    let dir = Dir::new();
+    let [wa, wb, ..] = checkpoint_pair(&dir);
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "-", "--progress", "always"]);
+    out.ok();
+    assert!(out.stderr.contains("B/"), "a bar counting bytes: {}", out.stderr);
+    assert_eq!(as_f32(&read_safetensors(&out.stdout)["w"].2), sq(&wa, &wb), "standard output holds only the container");
+    let quiet = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "-", "--progress", "always", "-q"]);
+    quiet.ok();
+    assert_eq!(quiet.stderr, "", "-q draws nothing");
+}

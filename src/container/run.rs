@@ -421,10 +421,13 @@ fn compute_all(
     gpu: Option<&backend::wgpu::Gpu>,
     mut writer: Option<&mut ContainerWriter<'_>>,
 ) -> Result<usize> {
+    let bytes = |m: &MemberRun| m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
+    // Progress over every member's result bytes, as a single result's bar counts its own.
+    let mut bar = crate::progress::Progress::new(cfg.progress, members.iter().map(bytes).fold(0, u64::saturating_add));
+    let mut done = 0u64;
     let mut used = 1;
     let mut i = 0;
     while i < members.len() {
-        let bytes = |m: &MemberRun| m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
         // A batch: consecutive small members, up to BATCH_BYTES of results.
         let mut end = i;
         let mut batch_bytes = 0;
@@ -439,6 +442,8 @@ fn compute_all(
         }
         if end - i >= 2 {
             used = used.max(run_batch(cfg, inputs, &mut members[i..end], writer.as_deref_mut())?);
+            done = done.saturating_add(batch_bytes);
+            bar.set(done);
             i = end;
             continue;
         }
@@ -448,14 +453,19 @@ fn compute_all(
         if let Some(w) = writer.as_deref_mut() {
             w.start_member(&m.pair.name, &plan.header, plan.data_bytes)?;
         }
-        let ran = compute_member(cfg, &plan, given, gpu, cfg.threads, &mut |bytes| match writer.as_deref_mut() {
-            Some(w) => w.write(bytes),
-            None => Ok(()),
+        let ran = compute_member(cfg, &plan, given, gpu, cfg.threads, &mut |bytes| {
+            done = done.saturating_add(bytes.len() as u64);
+            bar.set(done);
+            match writer.as_deref_mut() {
+                Some(w) => w.write(bytes),
+                None => Ok(()),
+            }
         })?;
         used = used.max(ran.threads_used);
         finish_member(m, &plan, ran);
         i += 1;
     }
+    bar.finish();
     Ok(used)
 }
 
