@@ -23,7 +23,7 @@ use crate::spec::checks::{validate, TensorSpec, Validation};
 use crate::spec::dml::descriptors;
 use crate::spec::level::LevelChoice;
 use crate::spec::matrix::row_for;
-use crate::summary::Accumulator;
+use crate::summary::{Accumulator, Summary};
 use anyhow::{anyhow, bail, Context, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -33,6 +33,9 @@ use std::time::{Duration, Instant};
 const SMALL_MEMBER: u64 = 4 << 20;
 /// The most result bytes a batch of small members holds in memory before it is written.
 const BATCH_BYTES: u64 = 64 << 20;
+/// The most members in a batch: each holds its partial summary (with `--stats`, about 50 KiB)
+/// until the batch is written, so a checkpoint of many tiny tensors is cut into many batches.
+const BATCH_MEMBERS: usize = 256;
 /// Bytes of container framing per member, at most: a zip's local header, data descriptor and
 /// directory entry (with zip64 fields) and the `.npy` header, or a `.safetensors` header entry
 /// (plus three times the name's length, written in each).
@@ -49,7 +52,9 @@ struct MemberRun {
     /// The result would be 2^64 bytes or more (`-f none` only).
     too_large: bool,
     strides: Option<[Vec<u64>; 2]>,
-    summary: Option<Accumulator>,
+    /// `--stats`: the pair's finished summary (its accumulator goes into [`Merging`] at once, so
+    /// memory does not grow with the number of members).
+    summary: Option<Summary>,
     written: bool,
 }
 
@@ -64,6 +69,8 @@ struct Progress {
     output: Option<ContainerOutput>,
     device: Option<crate::backend::wgpu::DeviceReport>,
     threads_used: Option<usize>,
+    /// `--stats`: the summaries of the pairs computed so far, merged.
+    merging: Merging,
 }
 
 /// Runs the container pair `inputs` (opened in `open`), writes the report to `report_sink` and
@@ -82,7 +89,7 @@ pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Optio
     // Only a run that computed every pair has a verdict to print (a reader that closed
     // standard output early ends the run with success, but not every pair was computed).
     if matches!(outcome, Outcome::Ok) && progress.execute.is_some() && !cfg.quiet {
-        print_summary(cfg, &members);
+        print_summary(cfg, &members, &progress.merging.finish());
     }
     let report = report(cfg, described, &pairing, members, progress, &outcome, start.elapsed());
     if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
@@ -373,7 +380,7 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
         _ => None,
     };
     // Errors name what failed: a member's input (`input b.npz[x]: ...`) or the output.
-    let threads_used = compute_all(cfg, &inputs, members, gpu.as_ref(), writer.as_mut())?;
+    let threads_used = compute_all(cfg, &inputs, members, gpu.as_ref(), writer.as_mut(), &mut progress.merging)?;
     let mut written = 0;
     if let Some(w) = writer.take() {
         written = w.written;
@@ -420,6 +427,7 @@ fn compute_all(
     members: &mut [MemberRun],
     gpu: Option<&backend::wgpu::Gpu>,
     mut writer: Option<&mut ContainerWriter<'_>>,
+    merging: &mut Merging,
 ) -> Result<usize> {
     let bytes = |m: &MemberRun| m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
     // Progress over every member's result bytes, as a single result's bar counts its own.
@@ -434,6 +442,7 @@ fn compute_all(
         while gpu.is_none()
             && cfg.threads > 1
             && end < members.len()
+            && end - i < BATCH_MEMBERS
             && bytes(&members[end]) <= SMALL_MEMBER
             && batch_bytes + bytes(&members[end]) <= BATCH_BYTES
         {
@@ -441,7 +450,7 @@ fn compute_all(
             end += 1;
         }
         if end - i >= 2 {
-            used = used.max(run_batch(cfg, inputs, &mut members[i..end], writer.as_deref_mut())?);
+            used = used.max(run_batch(cfg, inputs, &mut members[i..end], writer.as_deref_mut(), merging)?);
             done = done.saturating_add(batch_bytes);
             bar.set(done);
             i = end;
@@ -462,7 +471,7 @@ fn compute_all(
             }
         })?;
         used = used.max(ran.threads_used);
-        finish_member(m, &plan, ran);
+        finish_member(m, &plan, ran, merging);
         i += 1;
     }
     bar.finish();
@@ -492,9 +501,12 @@ fn given<'a>(inputs: &'a [Opened; 2], opened: &'a [Option<NpyInput>; 2]) -> Resu
 }
 
 /// Records what a member's computation gave.
-fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran) {
+fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran, merging: &mut Merging) {
     debug_assert_eq!(m.strides.as_ref(), Some(&plan.strides), "the checks' strides are the plan's");
-    m.summary = ran.summary;
+    if let Some(acc) = ran.summary {
+        m.summary = Some(acc.finish());
+        merging.add(&acc);
+    }
 }
 
 /// A small member's plan, result bytes and run.
@@ -506,6 +518,7 @@ fn run_batch(
     inputs: &[Opened; 2],
     batch: &mut [MemberRun],
     mut writer: Option<&mut ContainerWriter<'_>>,
+    merging: &mut Merging,
 ) -> Result<usize> {
     let workers = cfg.threads.min(batch.len());
     let next = AtomicUsize::new(0);
@@ -546,7 +559,7 @@ fn run_batch(
             w.start_member(&m.pair.name, &plan.header, plan.data_bytes)?;
             w.write(&bytes)?;
         }
-        finish_member(m, &plan, ran);
+        finish_member(m, &plan, ran, merging);
     }
     Ok(workers)
 }
@@ -590,27 +603,27 @@ fn differs(s: &crate::summary::Summary) -> bool {
 
 /// `--stats` on standard error: a line per member that differs (every member with `-v`), then
 /// the totals (with the histogram only with `-v`).
-fn print_summary(cfg: &Config, members: &[MemberRun]) {
+fn print_summary(cfg: &Config, members: &[MemberRun], merged: &Merged) {
     if !cfg.summarise {
         return;
     }
     let mut differing = 0;
     for m in members {
-        let Some(s) = m.summary.as_ref().map(Accumulator::finish) else { continue };
-        if differs(&s) {
+        let Some(s) = &m.summary else { continue };
+        if differs(s) {
             differing += 1;
         }
-        if differs(&s) || cfg.verbose {
+        if differs(s) || cfg.verbose {
             eprintln!(
                 "tensorop: {}: {} {}: {}",
                 m.pair.name,
                 m.dtype.map_or("-", |d| d.name()),
                 crate::shape::fmt_shape(m.validation.out_shape.as_deref().unwrap_or(&[])),
-                summary::one_line(&s)
+                summary::one_line(s)
             );
         }
     }
-    let Merged { all, float, int } = merge(members);
+    let Merged { all, float, int } = merged;
     eprintln!(
         "tensorop: {} member pairs, {differing} differ{}",
         members.len(),
@@ -621,10 +634,10 @@ fn print_summary(cfg: &Config, members: &[MemberRun]) {
         eprint!("{}", summary::human_part(s, &label, cfg.verbose));
     };
     match (all, float, int) {
-        (Some(s), _, _) => print(&s, "all members"),
+        (Some(s), _, _) => print(s, "all members"),
         (None, Some(f), Some(i)) => {
-            print(&f, "float members");
-            print(&i, "integer members");
+            print(f, "float members");
+            print(i, "integer members");
         }
         _ => {}
     }
@@ -637,22 +650,32 @@ struct Merged {
     int: Option<crate::summary::Summary>,
 }
 
-fn merge(members: &[MemberRun]) -> Merged {
-    let (mut float, mut int): (Option<Accumulator>, Option<Accumulator>) = (None, None);
-    for a in members.iter().filter_map(|m| m.summary.as_ref()) {
+/// The pairs' partial summaries merged as they finish, one per kind (merging is exact and
+/// order-free, so the totals do not depend on which pair finished first).
+#[derive(Default)]
+struct Merging {
+    float: Option<Accumulator>,
+    int: Option<Accumulator>,
+}
+
+impl Merging {
+    fn add(&mut self, a: &Accumulator) {
         let slot = match a {
-            Accumulator::Float(_) => &mut float,
-            Accumulator::Int(_) => &mut int,
+            Accumulator::Float(_) => &mut self.float,
+            Accumulator::Int(_) => &mut self.int,
         };
         match slot {
             Some(acc) => acc.merge(a),
             None => *slot = Some(a.clone()),
         }
     }
-    let [f, i] = [float, int].map(|a| a.map(|a| a.finish()));
-    match (f, i) {
-        (Some(f), Some(i)) => Merged { all: None, float: Some(f), int: Some(i) },
-        (one, other) => Merged { all: one.or(other), float: None, int: None },
+
+    fn finish(&self) -> Merged {
+        let [f, i] = [&self.float, &self.int].map(|a| a.as_ref().map(Accumulator::finish));
+        match (f, i) {
+            (Some(f), Some(i)) => Merged { all: None, float: Some(f), int: Some(i) },
+            (one, other) => Merged { all: one.or(other), float: None, int: None },
+        }
     }
 }
 
@@ -672,15 +695,14 @@ fn report(
         Outcome::Unpaired(msg) => (RunStatus::Unpaired, Some(msg.clone())),
         Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
     };
-    let merged = merge(&members);
+    let merged = progress.merging.finish();
     let computed = progress.execute.is_some();
     let minimum = if members.iter().all(|m| m.validation.minimum_level.is_some()) {
         members.iter().filter_map(|m| m.validation.minimum_level).max().map(|l| l.to_string())
     } else {
         None
     };
-    let summaries: Vec<Option<crate::summary::Summary>> =
-        members.iter().map(|m| m.summary.as_ref().map(Accumulator::finish)).collect();
+    let summaries: Vec<Option<Summary>> = members.iter().map(|m| m.summary.clone()).collect();
     let totals = Totals {
         pairs: members.len(),
         ok: members.iter().filter(|m| m.validation.valid()).count(),
