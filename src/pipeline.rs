@@ -73,7 +73,7 @@ pub fn run(cfg: &Config) -> Outcome {
         }
         Err(e) => Err(e),
     };
-    let mut outcome = match result {
+    let outcome = match result {
         Ok(o) => o,
         // The reader of standard output went away: the pipeline ended early, as intended.
         Err(e) if e.is::<BrokenPipe>() => Outcome::Ok,
@@ -84,18 +84,26 @@ pub fn run(cfg: &Config) -> Outcome {
         eprint!("{}", summary::human(s, &label));
     }
     let report = trace.report(cfg, &outcome, start.elapsed());
-    if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
-        if let Err(e) = report.write_to(sink).with_context(|| format!("report {}", dest.label())) {
-            outcome = match outcome {
-                Outcome::Ok => Outcome::Error(e),
-                other => {
-                    eprintln!("tensorop: error: {e:#}");
-                    other
-                }
-            };
+    with_report(cfg, outcome, report_sink, |sink| report.write_to(sink))
+}
+
+/// Writes the report (when asked for) with `write` and returns the run's outcome: a failure to
+/// write it fails a run that succeeded, and is printed beside the error of one that failed.
+pub(crate) fn with_report(
+    cfg: &Config,
+    outcome: Outcome,
+    report_sink: Option<Sink>,
+    write: impl FnOnce(Sink) -> Result<()>,
+) -> Outcome {
+    let (Some(dest), Some(sink)) = (&cfg.report, report_sink) else { return outcome };
+    match (write(sink).with_context(|| format!("report {}", dest.label())), outcome) {
+        (Ok(()), outcome) => outcome,
+        (Err(e), Outcome::Ok) => Outcome::Error(e),
+        (Err(e), other) => {
+            eprintln!("tensorop: error: {e:#}");
+            other
         }
     }
-    outcome
 }
 
 /// What the stages of a run produced, as far as the run got.

@@ -81,7 +81,7 @@ pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Optio
     let described = [container_input(&inputs[0]), container_input(&inputs[1])];
     let mut members = Vec::new();
     let mut pairing = Pairing::default();
-    let mut outcome = match stages(cfg, inputs, &mut pairing, &mut members, &mut progress) {
+    let outcome = match stages(cfg, inputs, &mut pairing, &mut members, &mut progress) {
         Ok(o) => o,
         Err(e) if e.is::<crate::output::BrokenPipe>() => Outcome::Ok,
         Err(e) => Outcome::Error(e),
@@ -92,18 +92,7 @@ pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Optio
         print_summary(cfg, &members, &progress.merging.finish());
     }
     let report = report(cfg, described, &pairing, members, progress, &outcome, start.elapsed());
-    if let (Some(dest), Some(sink)) = (&cfg.report, report_sink) {
-        if let Err(e) = write_report(&report, sink).with_context(|| format!("report {}", dest.label())) {
-            outcome = match outcome {
-                Outcome::Ok => Outcome::Error(e),
-                other => {
-                    eprintln!("tensorop: error: {e:#}");
-                    other
-                }
-            };
-        }
-    }
-    outcome
+    pipeline::with_report(cfg, outcome, report_sink, |sink| crate::report::write_json(&report, sink))
 }
 
 /// How the report describes an input.
@@ -783,12 +772,4 @@ fn report(
             total: ms(total),
         },
     }
-}
-
-/// Serialises the report into `sink` and commits it.
-fn write_report(report: &ContainerReport, mut sink: Sink) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(report).context("cannot serialise the report")?;
-    text.push('\n');
-    sink.write(text.as_bytes())?;
-    sink.commit().map(|_| ())
 }

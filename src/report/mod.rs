@@ -153,10 +153,15 @@ impl Report {
     }
 
     /// Serialises the report into `sink` and commits it.
-    pub fn write_to(&self, mut sink: Sink) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(self).context("cannot serialise the report")?;
-        text.push('\n');
-        sink.write(text.as_bytes())?;
-        sink.commit().map(|_| ())
+    pub fn write_to(&self, sink: Sink) -> Result<()> {
+        write_json(self, sink)
     }
+}
+
+/// Serialises a report (pretty-printed, newline-terminated) into `sink` and commits it.
+pub(crate) fn write_json(report: &impl Serialize, mut sink: Sink) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(report).context("cannot serialise the report")?;
+    text.push('\n');
+    sink.write(text.as_bytes())?;
+    sink.commit().map(|_| ())
 }
