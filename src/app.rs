@@ -49,6 +49,9 @@ pub fn main() -> ExitCode {
                 }
             };
         }
+        Command::MergeStats(args) => {
+            return finish(crate::report::merge::merge_stats(&args, &mut std::io::stdout().lock()));
+        }
         Command::Run(args) => {
             if args.report.as_deref() == Some("-") && !args.dry_run {
                 eprintln!("tensorop: usage error: --report - writes to standard output, which print commands use; give a path, or add --dry-run");

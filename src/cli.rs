@@ -62,6 +62,21 @@ pub enum Command {
     Run(RunArgs),
     /// Compare two .npy results: bit-identical (exit 0) or how far apart (exit 4)
     Compare(CompareArgs),
+    /// Merge the --stats summaries of several reports exactly: what one run over all their
+    /// elements would report (JSON on standard output)
+    MergeStats(MergeStatsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeStatsArgs {
+    /// Reports written with --stats (`-` = standard input): single pairs, parts (--part) and
+    /// container runs (every member), in any order
+    #[arg(value_name = "REPORT", required = true)]
+    pub reports: Vec<String>,
+    /// Merge the summaries of each dtype apart (`by_dtype`) instead of refusing reports of
+    /// different dtypes
+    #[arg(long)]
+    pub by_dtype: bool,
 }
 
 #[derive(Debug, Args)]
@@ -139,6 +154,11 @@ pub struct OpArgs {
     /// Containers: with --stats, also print every member's line and the totals' histogram
     #[arg(short, long)]
     pub verbose: bool,
+    /// Compute only part K of N contiguous ranges of the result (1 <= K <= N), so that N runs,
+    /// on one machine or many sharing a filesystem, compute one result together; it appears
+    /// at -o PATH, whole, when the last part is done (docs/parts.md)
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["dry_run", "dxdispatch"])]
+    pub part: Option<String>,
     /// Also write the job as a DxDispatch repro into this new directory: model.json, the inputs,
     /// expected.npy (the result) and README.txt (needs a DirectML feature level)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "dry_run"])]

@@ -7,6 +7,7 @@ use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
 use crate::op::{Op, Semantics};
+use crate::output::parts::PartSpec;
 use crate::output::{Destination, Writing, NAMED_TEMPFILES_ENV};
 use crate::progress::ProgressMode;
 use crate::spec::checks::BroadcastMode;
@@ -57,6 +58,8 @@ pub struct Config {
     pub skip_unpaired: bool,
     /// `-v`: containers print every member's stats line and the totals' histogram.
     pub verbose: bool,
+    /// `--part K/N`.
+    pub part: Option<PartSpec>,
 }
 
 impl Config {
@@ -110,6 +113,22 @@ impl Config {
                 )));
             }
         }
+        let part = args.part.as_deref().map(PartSpec::parse).transpose().map_err(UsageError)?;
+        if let Some(p) = part {
+            if output == Destination::Stdout {
+                return Err(UsageError(format!(
+                    "--part {}/{}: parts write into one file that appears when the last part is done; give it with \
+                     -o PATH (not standard output)",
+                    p.index, p.count
+                )));
+            }
+            if inputs.contains(&Source::Stdin) {
+                return Err(UsageError(format!(
+                    "--part {}/{}: every part reads the inputs, so they must be files, not standard input",
+                    p.index, p.count
+                )));
+            }
+        }
         let threads = match args.threads {
             Some(n) => usize::from(n),
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -150,6 +169,7 @@ impl Config {
             members: args.members,
             skip_unpaired: args.skip_unpaired,
             verbose: args.verbose,
+            part,
         })
     }
 }

@@ -6,7 +6,7 @@ use half::{bf16, f16};
 use std::fmt;
 
 /// A numeric dtype tensorop can compute on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DType {
     F16,
     /// bfloat16 (float32's exponent, 7 stored mantissa bits): `.safetensors` members only.
@@ -102,7 +102,6 @@ impl DType {
     }
 
     /// Parses NumPy's name (`float32`).
-    #[cfg(test)]
     pub fn from_name(name: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.name() == name)
     }

@@ -9,11 +9,15 @@ use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::input::NpyInput;
 use crate::op::Op;
+use crate::output::parts::{PartSpec, Stage};
+use crate::output::target::Target;
 use crate::output::{BrokenPipe, Destination, Sink, Staging};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::progress::Progress;
 use crate::report::summary;
-use crate::report::{ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, Report, RunStatus, Timings, Tool};
+use crate::report::{
+    ms, BackendInfo, BroadcastInfo, InputInfo, OutputInfo, PartInfo, Report, RunStatus, Timings, Tool,
+};
 use crate::spec::checks::{validate, Status, TensorSpec, Validation};
 use crate::spec::dml::{descriptors, Descriptors};
 use crate::spec::level::LevelChoice;
@@ -65,9 +69,21 @@ pub fn run(cfg: &Config) -> Outcome {
     if let (Some(dest), Some(sink)) = (&cfg.report, &report_sink) {
         note_leftovers(cfg, dest, sink);
     }
-    let mut trace = Trace::default();
+    let part = cfg.part.map(|p| PartInfo {
+        index: p.index,
+        count: p.count,
+        first: None,
+        end: None,
+        job: None,
+        committed: false,
+    });
+    let mut trace = Trace { part, ..Trace::default() };
     let result = match open_inputs(cfg, &mut trace) {
         Ok(Opened::Pair(inputs)) => stages(cfg, inputs, &mut trace),
+        Ok(Opened::Containers(_)) if cfg.part.is_some() => Err(anyhow::anyhow!(
+            "--part splits the result of one pair of .npy files; a container pair is split by member instead \
+             (--member PATTERN), one run per group of members"
+        )),
         Ok(Opened::Containers(inputs)) => {
             return crate::container::run::run(cfg, *inputs, trace.read, report_sink, start);
         }
@@ -135,6 +151,8 @@ struct Trace {
     synced: bool,
     /// Temporary files of interrupted runs that opening the output removed.
     leftovers: Vec<String>,
+    /// `--part`: the part, as far as the run got.
+    part: Option<PartInfo>,
 }
 
 /// Says on standard error (unless `--quiet`) which temporary files of interrupted runs opening
@@ -203,14 +221,28 @@ fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Opened> {
     Ok(Opened::Containers(Box::new([a, b])))
 }
 
-/// Opens the output, computes the result into it, closes the inputs and commits the output.
+/// Opens the output, computes the result into it, closes the inputs and commits the output
+/// (with `--part`, writes this part into the job's staging file, and commits the result if
+/// every part is done).
 fn execute(cfg: &Config, plan: &Plan, inputs: Vec<NpyInput>, trace: &mut Trace) -> Result<()> {
-    let mut sink = open_output(cfg, plan, trace)?;
+    let (mut sink, stage) = match cfg.part {
+        None => (open_output(cfg, plan, trace)?, None),
+        Some(spec) => {
+            let (stage, sink) = join_part(cfg, plan, [&inputs[0], &inputs[1]], spec, trace)?;
+            (sink, Some(stage))
+        }
+    };
     let (ran, t) = compute(cfg, plan, [&inputs[0], &inputs[1]], &mut sink, trace)?;
     // Closed before the output replaces a file: Windows does not replace a file that is open,
     // as an in-place run's input is.
     drop(inputs);
     trace.synced = sink.commit().with_context(|| format!("output {}", cfg.output.label()))?;
+    if let Some(stage) = stage {
+        let committed = stage.finish(cfg.writing.durable).with_context(|| format!("output {}", cfg.output.label()))?;
+        if let Some(p) = &mut trace.part {
+            p.committed = committed;
+        }
+    }
     trace.execute = Some(t.elapsed());
     trace.summary = ran.summary.as_ref().map(|a| a.finish());
     trace.threads_used = Some(ran.threads_used);
@@ -244,6 +276,7 @@ fn compute(
     let job = Job {
         sem: cfg.sem,
         dtype: plan.dtype,
+        range: cfg.part.map_or(0..plan.elements, |p| p.range(plan.elements)),
         iter,
         inputs,
         feeds,
@@ -269,6 +302,53 @@ fn open_output(cfg: &Config, plan: &Plan, trace: &mut Trace) -> Result<Sink> {
         check_free_space(&out_label, dir, plan.output_bytes())?;
     }
     Ok(sink)
+}
+
+/// `--part`: joins the job's staging directory beside the output (see [`parts`]) and returns
+/// the stage and a sink writing into its file. Every part writes the header too: the same bytes.
+fn join_part(
+    cfg: &Config,
+    plan: &Plan,
+    inputs: [&NpyInput; 2],
+    spec: PartSpec,
+    trace: &mut Trace,
+) -> Result<(Stage, Sink)> {
+    let label = cfg.output.label();
+    let target = match &cfg.output {
+        Destination::Path(p) => match Target::resolve(p).with_context(|| format!("output {label}"))? {
+            Target::Replace { path, .. } => path,
+            _ => bail!(
+                "output {label}: --part writes a file that appears when the last part is done; {label} is not a file"
+            ),
+        },
+        Destination::Stdout => bail!("--part needs an output file (-o PATH)"),
+    };
+    let mut described = Vec::new();
+    for x in inputs {
+        let mut id = x.identity()?;
+        id["dtype"] = format!("{:?}", x.header.dtype).into();
+        id["shape"] = serde_json::json!(x.header.shape);
+        id["fortran_order"] = x.header.fortran_order.into();
+        id["byte_order"] = format!("{:?}", x.header.byte_order).into();
+        described.push(id);
+    }
+    let description = serde_json::json!({
+        "tensorop": env!("CARGO_PKG_VERSION"),
+        "op": cfg.sem.op.name(),
+        "half_precision": cfg.sem.half_precision,
+        "broadcast": cfg.broadcast.name(),
+        "dtype": plan.dtype.name(),
+        "shape": plan.out_shape,
+        "parts": spec.count,
+        "inputs": described,
+    });
+    let (stage, file) = Stage::join(&target, spec, description, plan.output_bytes())
+        .with_context(|| format!("output {label} (part {}/{})", spec.index, spec.count))?;
+    trace.staging = Some(Staging::Parts);
+    if let Some(p) = &mut trace.part {
+        p.job = Some(stage.job.clone());
+    }
+    Ok((stage, Sink::part(file, cfg.writing.durable)))
 }
 
 /// The GPU, with `--backend wgpu`. It is opened only now: never for `--help`, usage errors,
@@ -308,7 +388,9 @@ fn stream(
     let write_ctx = || format!("output {out_label}");
     sink.write(&plan.header).with_context(write_ctx)?;
     trace.bytes_written = plan.header.len() as u64;
-    let mut progress = Progress::new(cfg.progress, plan.data_bytes);
+    // A part's bytes start at its first element.
+    sink.skip(job.range.start * plan.dtype.size() as u64);
+    let mut progress = Progress::new(cfg.progress, (job.range.end - job.range.start) * plan.dtype.size() as u64);
     let mut data_written = 0u64;
     // Only write failures are the output's; a backend's errors (an input that shrank, a GPU
     // that failed) name their own cause.
@@ -406,6 +488,13 @@ impl Trace {
             bytes_read: self.bytes_read,
             bytes_written: self.bytes_written,
             dry_run: cfg.dry_run,
+            part: self.part.map(|mut p| {
+                if let Some(plan) = &self.plan {
+                    let r = PartSpec { index: p.index, count: p.count }.range(plan.elements);
+                    (p.first, p.end) = (Some(r.start), Some(r.end));
+                }
+                p
+            }),
             timings_ms: Timings {
                 read: ms(self.read + if committed { busy.read } else { Duration::ZERO }),
                 validate: ms(self.validate),

@@ -269,6 +269,9 @@ def reference_stats(arr, *more):
             except OverflowError:
                 total = None
         s["sum"] = total
+        # Every finite float64 is an integer number of 2^-1074 units.
+        units = sum(n * ((1 << 1074) // d) for n, d in (v.as_integer_ratio() for v in fin.tolist()))
+        s["exact_sum"] = exact_form(units, -1074)
         s["mean"] = None if total is None or fin.size == 0 else total / fin.size
         sub, exps = [], []
         for a in arrays:
@@ -283,6 +286,7 @@ def reference_stats(arr, *more):
         s.update(finite=len(vals), nan=0, posinf=0, neginf=0,
                  min=min(vals) if vals else None, max=max(vals) if vals else None)
         s["sum"] = sum(vals)
+        s["exact_sum"] = exact_form(s["sum"], 0)
         # The exact sum over the count, rounded once (Python's int / int is correctly rounded).
         s["mean"] = s["sum"] / len(vals) if vals else None
         exps = [abs(v).bit_length() - 1 for v in vals if v != 0]
@@ -293,6 +297,16 @@ def reference_stats(arr, *more):
     s["histogram"] = {"zero": zero, "subnormal": len(sub),
                       "binades": [{"exp": e, "count": counts[e]} for e in sorted(counts)]}
     return s
+
+
+def exact_form(significand, exp2):
+    """The report's `exact_sum` of significand * 2^exp2: the significand odd, or 0 with exp2 0."""
+    if significand == 0:
+        return {"significand": "0", "exp2": 0}
+    while significand % 2 == 0:
+        significand //= 2
+        exp2 += 1
+    return {"significand": str(significand), "exp2": exp2}
 
 
 def same_stats(got, want):

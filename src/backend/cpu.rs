@@ -193,7 +193,7 @@ fn advance(idx: &mut [u64], dims: &[u64], n: u64) {
 /// Runs `job` on elements of type `T`: loads the resident inputs, then computes and writes the
 /// chunks on this thread or on worker threads.
 fn run_typed<T: Arith + Summarise>(job: &Job, write: &mut EmitFn<'_>) -> Result<Ran> {
-    let chunks = Chunks::new::<T>(job.iter.count());
+    let chunks = Chunks::new::<T>(job.range.clone());
     let threads = job.threads.min(usize::try_from(chunks.count).unwrap_or(usize::MAX)).max(1);
     let mut ran = Ran { threads_used: threads, ..Ran::default() };
 
@@ -211,10 +211,13 @@ fn run_typed<T: Arith + Summarise>(job: &Job, write: &mut EmitFn<'_>) -> Result<
     Ok(ran)
 }
 
-/// How the output is cut: `count` chunks of `len` elements, the last one possibly shorter.
+/// How the output (or the part of it computed) is cut: `count` chunks of `len` elements from
+/// element `first`, the last one possibly shorter.
 #[derive(Debug, Clone, Copy)]
 struct Chunks {
-    /// Output elements in all.
+    /// The first output element computed.
+    first: u64,
+    /// Output elements computed in all.
     total: u64,
     /// Elements per chunk ([`CHUNK_BYTES`] worth).
     len: usize,
@@ -223,16 +226,17 @@ struct Chunks {
 }
 
 impl Chunks {
-    /// The chunks of a `total`-element output of `T`.
-    fn new<T>(total: u64) -> Chunks {
+    /// The chunks of the output elements `range`, of `T`.
+    fn new<T>(range: std::ops::Range<u64>) -> Chunks {
         let len = (CHUNK_BYTES / std::mem::size_of::<T>()).max(1);
-        Chunks { total, len, count: total.div_ceil(len as u64) }
+        let total = range.end.saturating_sub(range.start);
+        Chunks { first: range.start, total, len, count: total.div_ceil(len as u64) }
     }
 
     /// Chunk `c`'s first output element and length.
     fn range(self, c: u64) -> (u64, usize) {
         let start = c * self.len as u64;
-        (start, (self.total - start).min(self.len as u64) as usize)
+        (self.first + start, (self.total - start).min(self.len as u64) as usize)
     }
 }
 

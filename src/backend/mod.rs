@@ -34,6 +34,8 @@ pub struct Job<'a> {
     pub sem: Semantics,
     pub dtype: DType,
     pub iter: Iteration,
+    /// The output elements to compute: all of them, or one part's range (`--part`).
+    pub range: std::ops::Range<u64>,
     pub inputs: [&'a NpyInput; 2],
     /// How each input is fed ([`crate::plan::Plan::feeds`]).
     pub feeds: [Feed; 2],

@@ -569,6 +569,7 @@ fn compute_member(
     let job = Job {
         sem: cfg.sem,
         dtype: plan.dtype,
+        range: 0..iter.count(),
         iter,
         inputs,
         feeds,

@@ -436,6 +436,7 @@ impl Runner<'_> {
         let job = Job {
             sem: Semantics { op: d.op, half_precision: false },
             dtype,
+            range: 0..iter.count(),
             iter,
             inputs,
             feeds,

@@ -166,6 +166,26 @@ impl NpyInput {
         Ok(())
     }
 
+    /// What tells this file from another with the same header, cheaply: its size, its
+    /// modification time and a CRC-32 of the first and last 64 KiB of its data. Parts of one job
+    /// (`--part`) compare it, so that parts given different files refuse to combine.
+    pub(crate) fn identity(&self) -> Result<serde_json::Value> {
+        let meta = self.file.metadata().with_context(|| format!("input {}: cannot inspect", self.label))?;
+        let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let sample = self.header.data_bytes.min(64 << 10);
+        let mut crc = crc32fast::Hasher::new();
+        let mut buf = vec![0u8; sample as usize];
+        for at in [0, self.header.data_bytes - sample] {
+            self.read_raw(at, &mut buf)?;
+            crc.update(&buf);
+        }
+        Ok(serde_json::json!({
+            "bytes": meta.len(),
+            "modified_ns": modified.map(|d| d.as_nanos().to_string()),
+            "sample_crc32": format!("{:08x}", crc.finalize()),
+        }))
+    }
+
     /// Reads `bytes.len()` bytes of the data region from byte `at`, as stored.
     pub fn read_raw(&self, at: u64, bytes: &mut [u8]) -> Result<()> {
         let offset = self.data_start + at;

@@ -19,6 +19,7 @@
 //! "Output targets", and `docs/reliability.md`.
 
 pub mod leftovers;
+pub mod parts;
 pub mod target;
 
 use crate::sys;
@@ -129,6 +130,8 @@ pub enum Staging {
     Named,
     /// Written in order into the target itself (standard output, devices, FIFOs, sockets).
     InOrder,
+    /// One part's range of the staging file of `--part` ([`parts`]).
+    Parts,
 }
 
 impl Staging {
@@ -138,6 +141,7 @@ impl Staging {
             Staging::Unnamed => Some("unnamed"),
             Staging::Named => Some("named"),
             Staging::InOrder => None,
+            Staging::Parts => Some("parts"),
         }
     }
 }
@@ -181,6 +185,9 @@ enum Handle {
     /// Written in order. `stdout`: this is descriptor 1, whose closing by its reader ends the
     /// run quietly.
     Direct { file: File, stdout: bool },
+    /// `--part`: the staging file of the job, written at `cursor` (a part's range) and never
+    /// renamed by the sink ([`parts::Stage::finish`] commits).
+    Part { file: File, cursor: u64 },
 }
 
 impl Sink {
@@ -245,6 +252,19 @@ impl Sink {
         Ok(Handle::Named { tmp, target, _pending })
     }
 
+    /// A part's sink (`--part`): writes go into the job's staging `file`, from offset 0 (the
+    /// header) and then from wherever [`skip`](Self::skip) moves them.
+    pub fn part(file: File, durable: bool) -> Sink {
+        Sink { handle: Handle::Part { file, cursor: 0 }, durable, removed: Vec::new() }
+    }
+
+    /// `--part`: moves the next write `n` bytes further on (to the part's first element).
+    pub fn skip(&mut self, n: u64) {
+        if let Handle::Part { cursor, .. } = &mut self.handle {
+            *cursor += n;
+        }
+    }
+
     /// The names of the temporary files that interrupted runs had left beside the target, which
     /// opening it removed (see `docs/reliability.md`, "Leftovers of a killed run").
     pub fn removed_leftovers(&self) -> &[String] {
@@ -257,6 +277,7 @@ impl Sink {
             Handle::Unnamed { .. } => Staging::Unnamed,
             Handle::Named { .. } => Staging::Named,
             Handle::Direct { .. } => Staging::InOrder,
+            Handle::Part { .. } => Staging::Parts,
         }
     }
 
@@ -265,7 +286,7 @@ impl Sink {
     pub fn replace_dir(&self) -> Option<&Path> {
         match &self.handle {
             Handle::Unnamed { target, .. } | Handle::Named { target, .. } => Some(parent_dir(target)),
-            Handle::Direct { .. } => None,
+            Handle::Direct { .. } | Handle::Part { .. } => None,
         }
     }
 
@@ -275,6 +296,7 @@ impl Sink {
         match &self.handle {
             Handle::Unnamed { file, .. } => Some(file),
             Handle::Named { tmp, .. } => Some(tmp.as_file()),
+            Handle::Part { file, .. } => Some(file),
             Handle::Direct { .. } => None,
         }
     }
@@ -284,6 +306,11 @@ impl Sink {
         match &mut self.handle {
             Handle::Unnamed { file, .. } => file.write_all(bytes).context("cannot write"),
             Handle::Named { tmp, .. } => tmp.as_file_mut().write_all(bytes).context("cannot write"),
+            Handle::Part { file, cursor } => {
+                sys::write_all_at(file, bytes, *cursor).context("cannot write")?;
+                *cursor += bytes.len() as u64;
+                Ok(())
+            }
             Handle::Direct { file, stdout } => file.write_all(bytes).map_err(|e| {
                 if *stdout && e.kind() == io::ErrorKind::BrokenPipe {
                     anyhow::Error::new(BrokenPipe)
@@ -335,6 +362,7 @@ impl Sink {
                 file.flush().context("cannot flush")?;
                 return sync(&file);
             }
+            Handle::Part { file, .. } => return sync(&file),
         };
         if synced {
             let dir = parent_dir(&target);

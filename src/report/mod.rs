@@ -3,6 +3,7 @@
 //! outcome.
 
 pub mod container;
+pub(crate) mod merge;
 pub(crate) mod summary;
 
 use crate::npy::header::Header;
@@ -50,7 +51,24 @@ pub struct Report {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub dry_run: bool,
+    /// `--part K/N`: which part this run was, of which job, and whether it committed the result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<PartInfo>,
     pub timings_ms: Timings,
+}
+
+/// The report's `part` (`--part`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PartInfo {
+    pub index: u64,
+    pub count: u64,
+    /// The part's output elements, `[first, end)`, once the output's size was known.
+    pub first: Option<u64>,
+    pub end: Option<u64>,
+    /// The job's digest, once this part joined it.
+    pub job: Option<String>,
+    /// Whether this part, the last to finish, moved the whole result into place.
+    pub committed: bool,
 }
 
 #[derive(Debug, Serialize)]

@@ -31,7 +31,12 @@ impl Serialize for Summary {
             subnormal: u64,
             binades: Vec<Binade>,
         }
-        let mut m = s.serialize_map(Some(11))?;
+        #[derive(serde::Serialize)]
+        struct Exact {
+            significand: String,
+            exp2: i64,
+        }
+        let mut m = s.serialize_map(Some(12))?;
         m.serialize_entry("count", &self.count)?;
         m.serialize_entry("finite", &self.finite)?;
         m.serialize_entry("nan", &self.nan)?;
@@ -40,6 +45,8 @@ impl Serialize for Summary {
         m.serialize_entry("min", &self.min)?;
         m.serialize_entry("max", &self.max)?;
         m.serialize_entry("sum", &self.sum)?;
+        let exact = &self.exact_sum;
+        m.serialize_entry("exact_sum", &Exact { significand: exact.significand.to_string(), exp2: exact.exp2 })?;
         m.serialize_entry("mean", &self.mean)?;
         let binades = self.binades.iter().map(|&(exp, count)| Binade { exp, count }).collect();
         m.serialize_entry("histogram", &Histogram { zero: self.zero, subnormal: self.subnormal, binades })?;

@@ -1,6 +1,10 @@
-//! The exact sum of a float result, rounded once: the total of the exponent buckets
+//! The exact sum of a result and its rounding: the total of a float result's exponent buckets
 //! (`buckets[k]` counts units of 2^(k - 1075), float64's smallest subnormal being bucket 1's
-//! unit) correctly rounded to float64, to nearest with ties to even, as Python's `math.fsum`.
+//! unit), kept exactly as an integer times a power of two ([`ExactSum`], the report's
+//! `exact_sum`), and correctly rounded to float64, to nearest with ties to even, as Python's
+//! `math.fsum`.
+
+use num_bigint::{BigInt, BigUint, Sign};
 
 /// The exact total `sum(buckets[k] * 2^(k - 1075))` as its sign and magnitude bits, bit k of
 /// weight 2^(k - 1075): the same for any spread of the same total over the buckets.
@@ -31,37 +35,86 @@ pub(super) fn exact_bits(buckets: &[i128]) -> (bool, Vec<u8>) {
     (negative, bits)
 }
 
-/// `sum(buckets[k] * 2^(k - 1075))` correctly rounded to float64 (to nearest, ties to even);
-/// `None` when it overflows float64.
-///
-/// The 53 bits from the highest set one are kept; the bit below them is the round bit, and
-/// every lower bit, down to bit 1 (float64's smallest subnormal unit), makes the sticky bit. A
-/// total below 2^-1021 has at most 53 bits above bit 0 and is exact, subnormal or not.
-pub(super) fn exact_float_sum(buckets: &[i128]) -> Option<f64> {
-    let (negative, bits) = exact_bits(buckets);
-    let Some(top) = bits.iter().rposition(|&b| b == 1) else { return Some(if negative { -0.0 } else { 0.0 }) };
-    // The result's unit in the last place: 53 significant bits, but never below float64's
-    // smallest subnormal (index 1).
-    let lo = top.saturating_sub(52).max(1);
-    let mut q: u64 = (lo..=top).rev().fold(0, |q, k| (q << 1) | u64::from(bits[k]));
-    let half = lo > 1 && bits[lo - 1] == 1;
-    let sticky = lo > 2 && bits[1..lo - 1].contains(&1);
-    let mut lo = lo;
-    if half && (sticky || q & 1 == 1) {
-        q += 1;
+/// An exact sum, `significand * 2^exp2`, normalised: the significand is odd, or 0 with `exp2`
+/// 0, so that equal values have one form (`docs/report.md`, "stats"). Sums of any summaries
+/// add exactly, in any order; this is what `tensorop merge-stats` adds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExactSum {
+    pub(crate) significand: BigInt,
+    pub(crate) exp2: i64,
+}
+
+impl ExactSum {
+    /// `significand * 2^exp2`, normalised.
+    pub(crate) fn new(significand: BigInt, exp2: i64) -> ExactSum {
+        match significand.trailing_zeros() {
+            None => ExactSum::default(),
+            Some(tz) => ExactSum { significand: significand >> tz, exp2: exp2 + tz as i64 },
+        }
+    }
+
+    /// The exact total of float exponent buckets (see [`exact_bits`]).
+    pub(super) fn of_buckets(buckets: &[i128]) -> ExactSum {
+        let (negative, bits) = exact_bits(buckets);
+        let magnitude = BigUint::from_radix_le(&bits, 2).unwrap_or_default();
+        let sign = if negative { Sign::Minus } else { Sign::Plus };
+        ExactSum::new(BigInt::from_biguint(sign, magnitude), -1075)
+    }
+
+    /// Adds another exact sum, exactly.
+    pub(crate) fn add(&mut self, o: &ExactSum) {
+        let e = self.exp2.min(o.exp2);
+        // Both exponents come from sums of float64 or integer elements (at least -1074), or
+        // from a report, whose exponents are checked before they are added.
+        let a = &self.significand << (self.exp2 - e) as u64;
+        let b = &o.significand << (o.exp2 - e) as u64;
+        *self = ExactSum::new(a + b, e);
+    }
+
+    /// The value as an integer, when it is one.
+    pub(crate) fn integer(&self) -> Option<BigInt> {
+        (self.exp2 >= 0).then(|| &self.significand << self.exp2 as u64)
+    }
+
+    /// The value correctly rounded to float64 (to nearest, ties to even); `None` when it is
+    /// beyond float64 (2^1024 or more once rounded).
+    ///
+    /// The 53 bits from the highest set one are kept, but never a unit below float64's smallest
+    /// subnormal (2^-1074); the bit below them is the round bit, and every lower bit makes the
+    /// sticky bit.
+    pub(crate) fn rounded(&self) -> Option<f64> {
+        let m = self.significand.magnitude();
+        if m.bits() == 0 {
+            return Some(0.0);
+        }
+        let top = self.exp2 + m.bits() as i64 - 1;
+        if top >= 1024 {
+            return None;
+        }
+        let lo = (top - 52).max(-1074);
+        let (mut q, mut lo) = if lo <= self.exp2 {
+            // Exact: at most 53 bits, none below the smallest subnormal.
+            (u64::try_from(m << (self.exp2 - lo) as u64).ok()?, lo)
+        } else {
+            let shift = (lo - self.exp2) as u64;
+            let q = u64::try_from(m >> shift).ok()?;
+            let half = m.bit(shift - 1);
+            let sticky = m.trailing_zeros().is_some_and(|tz| tz < shift - 1);
+            let up = half && (sticky || q & 1 == 1);
+            (q + u64::from(up), lo)
+        };
         if q == 1 << 53 {
             // Back to 53 bits (the value is the same either way: 2^53 * 2^e = 2^52 * 2^(e+1)).
             q >>= 1;
             lo += 1;
         }
+        // q * 2^lo >= 2^1024: beyond float64.
+        if i64::from(64 - q.leading_zeros()) + lo > 1024 {
+            return None;
+        }
+        let v = q as f64 * pow2(lo);
+        Some(if self.significand.sign() == Sign::Minus { -v } else { v })
     }
-    let exp = lo as i64 - 1075;
-    // q * 2^exp >= 2^1024: beyond float64.
-    if i64::from(64 - q.leading_zeros()) + exp > 1024 {
-        return None;
-    }
-    let v = q as f64 * pow2(exp);
-    Some(if negative { -v } else { v })
 }
 
 /// 2^e exactly, for e from -1074 to 1023.
@@ -83,7 +136,7 @@ mod tests {
         for &(m, e) in terms {
             buckets[(e + 1075) as usize] += m;
         }
-        exact_float_sum(&buckets).map(f64::to_bits)
+        ExactSum::of_buckets(&buckets).rounded().map(f64::to_bits)
     }
 
     fn bits(x: f64) -> Option<u64> {

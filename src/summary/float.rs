@@ -8,7 +8,7 @@
 //! scratch buckets, float64 one element at a time. float32 has its own faster path
 //! ([`float32`](super::float32)), which lands in the same buckets.
 
-use super::exact::exact_float_sum;
+use super::exact::ExactSum;
 use super::{Accumulator, Number, Summarise, Summary};
 use half::{bf16, f16};
 
@@ -82,7 +82,8 @@ impl FloatSum {
     /// elements (one more float64 division).
     pub(super) fn finish(&self) -> Summary {
         let finite = self.count - self.nan - self.posinf - self.neginf;
-        let sum = exact_float_sum(&self.buckets);
+        let exact_sum = ExactSum::of_buckets(&self.buckets);
+        let sum = exact_sum.rounded();
         let mean = sum.filter(|_| finite > 0).map(|s| s / finite as f64);
         let (min, max) = match finite {
             0 => (None, None),
@@ -104,6 +105,7 @@ impl FloatSum {
             min,
             max,
             sum: sum.map(Number::Float),
+            exact_sum,
             mean,
             zero: self.zero,
             subnormal: self.subnormal,

@@ -1,6 +1,7 @@
 //! The integer kind of summary: counts, extremes, the histogram by binade of `|x|` and the
 //! exact sum in 192 bits ([`WideInt`]), for every integer dtype.
 
+use super::exact::ExactSum;
 use super::wide::WideInt;
 use super::{Accumulator, Number, Summarise, Summary};
 
@@ -53,6 +54,7 @@ impl IntSum {
             min,
             max,
             sum: Some(Number::Int(self.sum)),
+            exact_sum: ExactSum::new(self.sum.to_bigint(), 0),
             mean: self.sum.div_rounded(self.count),
             zero: self.zero,
             subnormal: 0,

@@ -15,9 +15,11 @@ mod exact;
 mod float;
 mod float32;
 mod int;
+mod merge;
 mod wide;
 
 use crate::dtype::DType;
+pub use exact::ExactSum;
 pub use float::FloatSum;
 pub use int::IntSum;
 pub(crate) use wide::WideInt;
@@ -110,6 +112,8 @@ pub struct Summary {
     /// Floats: the exact sum rounded once to float64 (`None` beyond float64); integers: the
     /// exact sum.
     pub(crate) sum: Option<Number>,
+    /// The exact sum of the finite elements, which summaries merge by.
+    pub(crate) exact_sum: ExactSum,
     /// Floats: `sum / finite` in float64; integers: the exact sum over the count, rounded once.
     pub(crate) mean: Option<f64>,
     pub(crate) zero: u64,

@@ -40,6 +40,21 @@ impl WideInt {
         (BigInt::from(self.high) << 128u32) + BigInt::from(self.low)
     }
 
+    /// `v` as a wide integer, when it fits in 192 bits.
+    pub(crate) fn from_bigint(v: &BigInt) -> Option<WideInt> {
+        // The low 128 bits as a signed i128 (two's complement), the rest exactly above them.
+        let modulus = BigInt::from(1) << 128u32;
+        let mut low = v % &modulus;
+        if low < BigInt::from(0) {
+            low += &modulus;
+        }
+        if low > BigInt::from(i128::MAX) {
+            low -= &modulus;
+        }
+        let high = (v - &low) >> 128u32;
+        Some(WideInt { high: i64::try_from(high).ok()?, low: i128::try_from(low).ok()? })
+    }
+
     /// `self / count` correctly rounded to float64 (to nearest, ties to even): one rounding of
     /// the exact quotient, however large the sum. `None` for a count of 0.
     pub(crate) fn div_rounded(self, count: u64) -> Option<f64> {

@@ -209,9 +209,9 @@ fn read_chunk<'h>(
 /// read from the inputs and uploaded while chunk k is computed; chunk k is downloaded and written
 /// while chunk k+1 is computed.
 pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<Ran> {
-    let (total, es) = (job.iter.count(), job.dtype.size() as u64);
+    let (end, es) = (job.range.end, job.dtype.size() as u64);
     let mut ran = Ran { threads_used: 1, ..Ran::default() };
-    if total == 0 {
+    if job.range.is_empty() {
         ran.summary = job.summarise.then(|| Accumulator::new(job.dtype));
         return Ok(ran);
     }
@@ -249,9 +249,9 @@ pub(crate) fn run(gpu: &Gpu, job: &Job, write: &mut dyn FnMut(&[u8]) -> Result<(
     let mut timing = ChunkTiming::default();
     let mut host = [HostBuf::default(), HostBuf::default()];
     let mut pending: Option<(usize, wgpu::SubmissionIndex, u64)> = None;
-    let (mut start, mut slot) = (0u64, 0usize);
-    while start < total {
-        let n = chunk.min(total - start);
+    let (mut start, mut slot) = (job.range.start, 0usize);
+    while start < end {
+        let n = chunk.min(end - start);
         let mut params = layout.params(&job.iter, start, n);
         let t = Instant::now();
         let data = read_chunk(&mut host, job, &layout, (start, n), &mut params)?;

@@ -1,0 +1,277 @@
+//! `--part K/N`: N runs (processes on one machine, or machines sharing a filesystem) each compute
+//! one contiguous range of one result, and the result appears at its name whole, at once, when
+//! the last part is done. The protocol (`docs/parts.md`):
+//!
+//! - Beside the target `NAME` sits the staging directory `.NAME.tensorop-parts`, holding
+//!   `job.json` (what the job is: operator, inputs, output dtype and shape, part count, and its
+//!   digest), `data` (the whole result file, header included, each part writing its own range)
+//!   and one marker `part-K-of-N.done` per finished part.
+//! - The first part creates `job.json` atomically (a hard link, which never replaces); every
+//!   other part compares its own job with it and refuses, naming the differences, when they
+//!   disagree.
+//! - A part writes its bytes at their offsets, closes the file (flushing it to storage first with
+//!   `--fsync`), and only then creates its marker, atomically (a rename).
+//! - The part that then finds all N markers renames `data` over the target (one atomic rename)
+//!   and removes the staging directory.
+//!
+//! Running a part again (a retry, a duplicate) rewrites the same bytes and the same marker; a
+//! killed part leaves no marker, so its range is not counted until it runs again. Whatever
+//! happens, the target holds either what it held before or the whole new result.
+
+use super::{parent_dir, Pending};
+use crate::sys;
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// `--part K/N`: part `index` (from 1) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartSpec {
+    pub index: u64,
+    pub count: u64,
+}
+
+/// The most parts of one job: each holds a marker file in the staging directory.
+pub const MAX_PARTS: u64 = 1 << 20;
+
+impl PartSpec {
+    /// Parses `K/N`, with 1 <= K <= N <= [`MAX_PARTS`].
+    pub fn parse(text: &str) -> Result<PartSpec, String> {
+        let bad = || format!("--part {text}: expected K/N, part K of N, with 1 <= K <= N <= {MAX_PARTS} (e.g. 3/8)");
+        let (k, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (k.trim().parse::<u64>().map_err(|_| bad())?, n.trim().parse::<u64>().map_err(|_| bad())?);
+        if index == 0 || index > count || count > MAX_PARTS {
+            return Err(bad());
+        }
+        Ok(PartSpec { index, count })
+    }
+
+    /// The output elements this part computes, of `elements` in all: parts are contiguous, in
+    /// order, and differ in length by at most one element.
+    pub fn range(self, elements: u64) -> Range<u64> {
+        let at = |k: u64| (u128::from(elements) * u128::from(k) / u128::from(self.count)) as u64;
+        at(self.index - 1)..at(self.index)
+    }
+}
+
+/// The staging directory of one part's job, open for this part.
+pub struct Stage {
+    dir: PathBuf,
+    target: PathBuf,
+    spec: PartSpec,
+    /// The job's digest, as `job.json` and the report hold it.
+    pub job: String,
+}
+
+/// The staging directory's name beside `target`.
+pub fn staging_dir(target: &Path) -> PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    parent_dir(target).join(format!(".{name}.tensorop-parts"))
+}
+
+impl Stage {
+    /// Joins (or starts) the job `description` of the target `target` as part `spec`: the
+    /// staging directory and `job.json` are created if missing, or checked against this part's
+    /// job; `data` is created at its full size (`bytes`) if missing. Returns the stage and the
+    /// file to write the part into (the header is written by the caller, like any part's
+    /// bytes).
+    pub fn join(target: &Path, spec: PartSpec, description: Value, bytes: u64) -> Result<(Stage, File)> {
+        let dir = staging_dir(target);
+        let dir_label = dir.display().to_string();
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create the staging directory {dir_label}")),
+        }
+        let job = digest(&description);
+        let staged = serde_json::json!({ "job": job, "description": description });
+        let job_path = dir.join("job.json");
+        if !publish_once(&dir, &job_path, &staged)? {
+            let text = fs::read(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
+            let theirs: Value = serde_json::from_slice(&text)
+                .with_context(|| format!("{} is not a tensorop job; remove {dir_label}", job_path.display()))?;
+            let differences = differences("", &theirs["description"], &staged["description"]);
+            if !differences.is_empty() {
+                bail!(
+                    "part {}/{} disagrees with the job already staged in {dir_label} by other parts:\n  {}\nParts of \
+                     one job must be given the same inputs, operator and options and the same N; if the staged job \
+                     is stale (its inputs changed since), remove {dir_label} and run every part again",
+                    spec.index,
+                    spec.count,
+                    differences.join("\n  ")
+                );
+            }
+        }
+        let data = dir.join("data");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&data)
+            .with_context(|| format!("cannot open {}", data.display()))?;
+        let len = file.metadata().with_context(|| format!("cannot inspect {}", data.display()))?.len();
+        if len != bytes {
+            if len > bytes {
+                bail!("{} holds {len} bytes, more than this job's {bytes}; remove {dir_label}", data.display());
+            }
+            if len == 0 {
+                crate::pipeline::check_free_space(&data.display().to_string(), &dir, bytes)?;
+            }
+            file.set_len(bytes).with_context(|| format!("cannot size {} to {bytes} bytes", data.display()))?;
+        }
+        Ok((Stage { dir, target: target.to_path_buf(), spec, job }, file))
+    }
+
+    /// Marks this part done (its bytes were written and the file closed, and with `durable`
+    /// flushed), then commits the result if every part is done. Returns whether this part
+    /// committed it.
+    pub fn finish(self, durable: bool) -> Result<bool> {
+        let marker = self.dir.join(marker_name(self.spec.index, self.spec.count));
+        let record = serde_json::json!({ "job": self.job, "part": self.spec.index, "of": self.spec.count });
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".marker.")
+            .tempfile_in(&self.dir)
+            .with_context(|| self.vanished("mark this part done"))?;
+        let _pending = Pending::new(tmp.path());
+        tmp.write_all(record.to_string().as_bytes()).context("cannot write the part's marker")?;
+        tmp.persist(&marker).map_err(|e| e.error).with_context(|| self.vanished("mark this part done"))?;
+        let all = (1..=self.spec.count).all(|k| self.dir.join(marker_name(k, self.spec.count)).exists());
+        if !all {
+            return Ok(false);
+        }
+        let data = self.dir.join("data");
+        if durable {
+            let file = File::open(&data).with_context(|| format!("cannot open {}", data.display()))?;
+            sys::sync_file(&file).context("cannot flush the result to storage (--fsync)")?;
+        }
+        match fs::rename(&data, &self.target) {
+            Ok(()) => {}
+            // Another part found every marker too, and committed first.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot move the result into place at {}", self.target.display()))
+            }
+        }
+        if durable {
+            let dir = parent_dir(&self.target);
+            sys::sync_directory(dir)
+                .with_context(|| format!("cannot flush the directory {} to storage (--fsync)", dir.display()))?;
+        }
+        // The result is in place; what remains is bookkeeping, which a part running at the
+        // same moment may be removing too.
+        let _ = fs::remove_dir_all(&self.dir);
+        Ok(true)
+    }
+
+    /// The message for a staging directory that disappeared under this part: another run of a
+    /// part committed the job meanwhile.
+    fn vanished(&self, what: &str) -> String {
+        format!(
+            "cannot {what} in {}: the staging directory is gone, so another run of a part committed the job (or \
+             someone removed it) while this part ran; {} holds the result if the job committed",
+            self.dir.display(),
+            self.target.display()
+        )
+    }
+}
+
+/// `part-K-of-N.done`.
+fn marker_name(index: u64, count: u64) -> String {
+    format!("part-{index}-of-{count}.done")
+}
+
+/// Writes `value` to `path` unless `path` exists, atomically: written to a temporary file, then
+/// hard-linked to its name, which fails rather than replace. Returns whether this call created
+/// it.
+fn publish_once(dir: &Path, path: &Path, value: &Value) -> Result<bool> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".job.")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    let _pending = Pending::new(tmp.path());
+    let mut text = serde_json::to_string_pretty(value).context("cannot serialise the job")?;
+    text.push('\n');
+    tmp.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", tmp.path().display()))?;
+    match fs::hard_link(tmp.path(), path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
+    }
+}
+
+/// FNV-1a, 64 bits, of the description's JSON text: a name for the job, the same on every
+/// machine and build.
+fn digest(description: &Value) -> String {
+    let text = description.to_string();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{hash:016x}")
+}
+
+/// The keys (`inputs[0].bytes`) where `theirs` and `ours` differ, with both values.
+fn differences(at: &str, theirs: &Value, ours: &Value) -> Vec<String> {
+    match (theirs, ours) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.dedup();
+            let mut seen = std::collections::BTreeSet::new();
+            keys.retain(|k| seen.insert(*k));
+            let key = |k: &str| if at.is_empty() { k.to_string() } else { format!("{at}.{k}") };
+            keys.iter()
+                .flat_map(|k| {
+                    differences(&key(k), a.get(*k).unwrap_or(&Value::Null), b.get(*k).unwrap_or(&Value::Null))
+                })
+                .collect()
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            a.iter().zip(b).enumerate().flat_map(|(i, (x, y))| differences(&format!("{at}[{i}]"), x, y)).collect()
+        }
+        (a, b) if a == b => Vec::new(),
+        (a, b) => vec![format!("{at}: the staged job has {a}, this part {b}")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_cover_the_elements_once_in_order() {
+        for (elements, count) in [(0u64, 1u64), (7, 3), (10, 10), (3, 8), (u64::MAX, 7), (1000, 1)] {
+            let mut next = 0;
+            for index in 1..=count {
+                let r = PartSpec { index, count }.range(elements);
+                assert_eq!(r.start, next, "{elements} in {count}");
+                assert!(r.end - r.start <= elements / count + 1);
+                next = r.end;
+            }
+            assert_eq!(next, elements);
+        }
+    }
+
+    #[test]
+    fn part_numbers_are_checked() {
+        assert_eq!(PartSpec::parse("3/8"), Ok(PartSpec { index: 3, count: 8 }));
+        for bad in ["0/8", "9/8", "8", "a/b", "1/0", "-1/2", "1/2/3", "1/2000000"] {
+            assert!(PartSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn differences_name_the_keys() {
+        let a = serde_json::json!({"op": "sub", "inputs": [{"bytes": 1}, {"bytes": 2}]});
+        let b = serde_json::json!({"op": "sqdiff", "inputs": [{"bytes": 1}, {"bytes": 3}]});
+        assert_eq!(
+            differences("", &a, &b),
+            [
+                "op: the staged job has \"sub\", this part \"sqdiff\"",
+                "inputs[1].bytes: the staged job has 2, this part 3"
+            ]
+        );
+        assert!(differences("", &a, &a).is_empty());
+    }
+}

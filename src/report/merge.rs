@@ -1,0 +1,316 @@
+//! `tensorop merge-stats`: the `stats` of several reports merged exactly into the summary of
+//! one run over all their elements (`docs/cli.md`, "merge-stats"). Reports of single pairs, of
+//! parts (`--part`) and of container runs (every member) are read; each summary is rebuilt from
+//! its counts, extremes, histogram and `exact_sum`, checked for consistency, and merged
+//! ([`Summary::merge`]).
+
+use crate::cli::MergeStatsArgs;
+use crate::dtype::DType;
+use crate::report::Tool;
+use crate::summary::{ExactSum, Number, Summary, WideInt};
+use anyhow::{anyhow, bail, Context, Result};
+use num_bigint::BigInt;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// The longest `exact_sum.significand` tensorop writes is about 700 digits (a float sum of 2^64
+/// elements near float64's largest value); longer ones are refused before they are parsed.
+const MAX_DIGITS: usize = 1000;
+
+/// What `merge-stats` prints.
+#[derive(Serialize)]
+struct Merged<'a> {
+    schema_version: u32,
+    tool: Tool,
+    op: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dtype: Option<&'a str>,
+    reports: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<&'a Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by_dtype: Option<BTreeMap<&'a str, &'a Summary>>,
+}
+
+/// One summary found in a report: its dtype and where it came from, for messages.
+struct Found {
+    dtype: DType,
+    summary: Summary,
+    what: String,
+}
+
+/// Which part of which job a report is (`--part`).
+struct PartOf {
+    job: String,
+    index: u64,
+    count: u64,
+}
+
+/// `tensorop merge-stats REPORT...`: prints the merged summary as JSON on standard output.
+pub fn merge_stats(args: &MergeStatsArgs, out: &mut dyn Write) -> Result<()> {
+    let mut given = std::collections::BTreeSet::new();
+    for r in &args.reports {
+        let same = if r == "-" { r.into() } else { std::fs::canonicalize(r).unwrap_or_else(|_| r.into()) };
+        if !given.insert(same) {
+            bail!("report {r} is given twice: its elements would be counted twice");
+        }
+    }
+    let mut op: Option<(String, String)> = None;
+    let mut merged: BTreeMap<DType, (Summary, String)> = BTreeMap::new();
+    let mut parts: BTreeMap<String, (u64, BTreeMap<u64, String>)> = BTreeMap::new();
+    for path in &args.reports {
+        let label = if path == "-" { "standard input".to_string() } else { path.clone() };
+        let report = read_report(path).with_context(|| format!("report {label}"))?;
+        let (this_op, found, part) = summaries(&report).with_context(|| format!("report {label}"))?;
+        match &op {
+            Some((first, first_label)) if *first != this_op => bail!(
+                "report {label} is a {this_op} report but {first_label} is a {first} report: the statistics of \
+                 different operators do not merge"
+            ),
+            Some(_) => {}
+            None => op = Some((this_op, label.clone())),
+        }
+        if let Some(p) = part {
+            let (count, seen) = parts.entry(p.job.clone()).or_insert_with(|| (p.count, BTreeMap::new()));
+            if let Some(other) = seen.insert(p.index, label.clone()) {
+                bail!(
+                    "report {label} is part {}/{} of job {}, and so is {other}: each part must be merged once",
+                    p.index,
+                    p.count,
+                    p.job
+                );
+            }
+            if *count != p.count {
+                bail!(
+                    "report {label} is part {}/{} of job {}, whose other parts say {count} parts",
+                    p.index,
+                    p.count,
+                    p.job
+                );
+            }
+        }
+        for f in found {
+            let where_ = format!("{label}{}", f.what);
+            match merged.get_mut(&f.dtype) {
+                Some((acc, _)) => {
+                    acc.merge(&f.summary, f.dtype.is_float()).with_context(|| format!("report {label}"))?
+                }
+                None => {
+                    if let (false, Some((other, (_, other_where)))) = (args.by_dtype, merged.iter().next()) {
+                        bail!(
+                            "report {where_} holds {} statistics but {other_where} holds {}: statistics of different \
+                             dtypes do not merge into one; add --by-dtype to merge each dtype apart",
+                            f.dtype.name(),
+                            other.name()
+                        );
+                    }
+                    let mut acc = Summary::empty(f.dtype.is_float());
+                    acc.merge(&f.summary, f.dtype.is_float())?;
+                    merged.insert(f.dtype, (acc, where_));
+                }
+            }
+        }
+    }
+    for (job, (count, seen)) in &parts {
+        let missing: Vec<String> = (1..=*count).filter(|k| !seen.contains_key(k)).map(|k| k.to_string()).collect();
+        if !missing.is_empty() {
+            bail!(
+                "job {job} has {count} parts, but the report{} of part{} {} {} missing: merge every part's report",
+                if missing.len() == 1 { "" } else { "s" },
+                if missing.len() == 1 { "" } else { "s" },
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" }
+            );
+        }
+    }
+    let op = op.map(|o| o.0).unwrap_or_default();
+    let tool = Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") };
+    let reports = args.reports.len();
+    let result = if args.by_dtype {
+        let by = merged.iter().map(|(d, (s, _))| (d.name(), s)).collect();
+        Merged { schema_version: 1, tool, op: &op, dtype: None, reports, stats: None, by_dtype: Some(by) }
+    } else {
+        let (dtype, stats) = merged.iter().next().map(|(d, (s, _))| (d.name(), s)).ok_or_else(|| {
+            anyhow!("the reports hold no statistics (a container report without members); add --by-dtype for an empty result")
+        })?;
+        Merged { schema_version: 1, tool, op: &op, dtype: Some(dtype), reports, stats: Some(stats), by_dtype: None }
+    };
+    let mut text = serde_json::to_string_pretty(&result).context("cannot serialise the merged statistics")?;
+    text.push('\n');
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Reads one report (a file, or standard input for `-`) as JSON.
+fn read_report(path: &str) -> Result<Value> {
+    let mut text = Vec::new();
+    if path == "-" {
+        std::io::stdin().lock().read_to_end(&mut text)?;
+    } else {
+        std::fs::File::open(path)?.read_to_end(&mut text)?;
+    }
+    serde_json::from_slice(&text).context("not a JSON report")
+}
+
+/// The operator, the summaries and the part of a report.
+fn summaries(report: &Value) -> Result<(String, Vec<Found>, Option<PartOf>)> {
+    let tool = report.pointer("/tool/name").and_then(Value::as_str);
+    if tool != Some("tensorop") || report.get("schema_version").and_then(Value::as_u64) != Some(1) {
+        bail!("not a tensorop report (no tool.name \"tensorop\" with schema_version 1)");
+    }
+    let op = text(report, "op")?;
+    if op != "sub" && op != "sqdiff" {
+        bail!("a {op:?} report: only sub and sqdiff reports hold statistics");
+    }
+    let status = text(report, "status")?;
+    if status != "ok" {
+        let error = report.get("error").and_then(Value::as_str).unwrap_or("no message");
+        bail!("the run it reports did not succeed (status {status:?}: {error}), so its statistics do not cover its result; run it again");
+    }
+    if report.get("dry_run").and_then(Value::as_bool) == Some(true) {
+        bail!("a --dry-run report: nothing was computed, so it holds no statistics");
+    }
+    let mut found = Vec::new();
+    if let Some(members) = report.get("members") {
+        let members = members.as_array().ok_or_else(|| anyhow!("'members' is not a list"))?;
+        for m in members {
+            let name = m.get("name").and_then(Value::as_str).unwrap_or("?");
+            let dtype = m.pointer("/inputs/0/dtype").and_then(Value::as_str).unwrap_or("?");
+            let dtype = DType::from_name(dtype).ok_or_else(|| anyhow!("member {name:?}: unknown dtype {dtype:?}"))?;
+            let stats = stats_of(m).with_context(|| format!("member {name:?}"))?;
+            let summary = summary_from_json(stats, dtype).with_context(|| format!("member {name:?}: stats"))?;
+            found.push(Found { dtype, summary, what: format!(" (member {name:?})") });
+        }
+    } else {
+        let dtype = report
+            .pointer("/output/dtype")
+            .or_else(|| report.pointer("/inputs/0/dtype"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("no output dtype"))?;
+        let dtype = DType::from_name(dtype).ok_or_else(|| anyhow!("unknown dtype {dtype:?}"))?;
+        let summary = summary_from_json(stats_of(report)?, dtype).context("stats")?;
+        found.push(Found { dtype, summary, what: String::new() });
+    }
+    let part = match report.get("part") {
+        None | Some(Value::Null) => None,
+        Some(p) => {
+            let num = |k: &str| p.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("part.{k} is not a count"));
+            let job = p.get("job").and_then(Value::as_str).ok_or_else(|| anyhow!("part.job is not a string"))?;
+            Some(PartOf { job: job.to_string(), index: num("index")?, count: num("count")? })
+        }
+    };
+    Ok((op.to_string(), found, part))
+}
+
+/// `v[key]` as a string.
+fn text<'a>(v: &'a Value, key: &str) -> Result<&'a str> {
+    v.get(key).and_then(Value::as_str).ok_or_else(|| anyhow!("no {key:?} string"))
+}
+
+/// The `stats` object of a report or member entry.
+fn stats_of(v: &Value) -> Result<&Value> {
+    match v.get("stats") {
+        Some(s @ Value::Object(_)) => Ok(s),
+        _ => bail!("no statistics: the run was made without --stats; run it again with --stats"),
+    }
+}
+
+/// A summary of elements of `dtype`, rebuilt from its JSON form and checked: the counts add
+/// up, and the rounded sum and the mean are the ones its exact sum gives.
+pub(crate) fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
+    let float = dtype.is_float();
+    let count = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("{k} is not a count"));
+    let exact = v.get("exact_sum").ok_or_else(|| {
+        anyhow!("no exact_sum: written by a tensorop older than merge-stats; run it again with this version")
+    })?;
+    let digits = exact
+        .get("significand")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("exact_sum.significand is not a string"))?;
+    if digits.len() > MAX_DIGITS {
+        bail!("exact_sum.significand has {} digits, more than any sum of 2^64 elements", digits.len());
+    }
+    let significand = BigInt::parse_bytes(digits.as_bytes(), 10)
+        .filter(|_| digits.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+        .ok_or_else(|| anyhow!("exact_sum.significand {digits:?} is not a decimal integer"))?;
+    let exp2 = exact.get("exp2").and_then(Value::as_i64).ok_or_else(|| anyhow!("exact_sum.exp2 is not an integer"))?;
+    // Float sums are multiples of 2^-1074; integer sums are integers below 2^192.
+    if !(-1074..=2200).contains(&exp2) || (!float && exp2 < 0) {
+        bail!("exact_sum.exp2 {exp2} is out of range for {}", dtype.name());
+    }
+    let exact_sum = ExactSum::new(significand, exp2);
+    if exact_sum.exp2 != exp2 || exact_sum.significand.to_string() != digits {
+        bail!("exact_sum {digits} * 2^{exp2} is not normalised (the significand is odd, or 0 with exp2 0)");
+    }
+    let number = |k: &str| -> Result<Option<Number>> {
+        match v.get(k) {
+            None => bail!("no {k}"),
+            Some(Value::Null) => Ok(None),
+            Some(x) if float => {
+                x.as_f64().map(|f| Some(Number::Float(f))).ok_or_else(|| anyhow!("{k} is not a number"))
+            }
+            Some(x) => {
+                let i = x.as_i64().map(i128::from).or_else(|| x.as_u64().map(i128::from));
+                i.map(|i| Some(Number::Int(WideInt::small(i))))
+                    .ok_or_else(|| anyhow!("{k} is not an integer of the dtype"))
+            }
+        }
+    };
+    let hist = v.get("histogram").ok_or_else(|| anyhow!("no histogram"))?;
+    let hcount = |k: &str| hist.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("histogram.{k} is not a count"));
+    let mut binades = Vec::new();
+    for b in hist.get("binades").and_then(Value::as_array).ok_or_else(|| anyhow!("histogram.binades is not a list"))? {
+        let exp = b.get("exp").and_then(Value::as_i64).ok_or_else(|| anyhow!("a binade's exp is not an integer"))?;
+        let n = b.get("count").and_then(Value::as_u64).ok_or_else(|| anyhow!("a binade's count is not a count"))?;
+        let range = if float { -1022..=1023 } else { 0..=63 };
+        if !range.contains(&exp) || n == 0 || binades.last().is_some_and(|&(e, _)| e >= exp) {
+            bail!("histogram.binades: exp {exp} with count {n} is out of range or out of order");
+        }
+        binades.push((exp, n));
+    }
+    let mut s = Summary {
+        count: count("count")?,
+        finite: count("finite")?,
+        nan: count("nan")?,
+        posinf: count("posinf")?,
+        neginf: count("neginf")?,
+        min: number("min")?,
+        max: number("max")?,
+        sum: None,
+        exact_sum,
+        mean: None,
+        zero: hcount("zero")?,
+        subnormal: hcount("subnormal")?,
+        binades,
+    };
+    let classes = [s.finite, s.nan, s.posinf, s.neginf].iter().try_fold(0u64, |a, &b| a.checked_add(b));
+    let histogram = s.binades.iter().map(|b| b.1).chain([s.zero, s.subnormal]).try_fold(0u64, |a, b| a.checked_add(b));
+    if classes != Some(s.count)
+        || histogram != Some(s.finite)
+        || (s.min.is_none() != (s.finite == 0))
+        || (s.max.is_none() != (s.finite == 0))
+    {
+        bail!("the counts do not add up (count = finite + nan + posinf + neginf, finite = the histogram's total, min and max present when finite > 0)");
+    }
+    if !float && (s.nan, s.posinf, s.neginf, s.subnormal) != (0, 0, 0, 0) {
+        bail!("an integer summary with NaN, infinities or subnormals");
+    }
+    s.settle(float)?;
+    let given_mean = v.get("mean").and_then(Value::as_f64);
+    let given_sum = match v.get("sum") {
+        Some(Value::Null) => Some(None),
+        Some(x) if float => x.as_f64().map(|f| Some(f.to_bits())),
+        _ => None,
+    };
+    let sum_bits = match s.sum {
+        Some(Number::Float(f)) => Some(f.to_bits()),
+        _ => None,
+    };
+    if given_mean.map(f64::to_bits) != s.mean.map(f64::to_bits) || (float && given_sum != Some(sum_bits)) {
+        bail!("sum or mean is not what exact_sum gives: the report was changed after it was written");
+    }
+    Ok(s)
+}
