@@ -112,7 +112,14 @@ impl Stage {
             .create(true)
             .truncate(false)
             .open(&data)
-            .with_context(|| format!("cannot open {}", data.display()))?;
+            .with_context(|| match dir.exists() {
+                true => format!("cannot open {}", data.display()),
+                false => format!(
+                    "the staging directory {dir_label} disappeared while this part joined it: another run of a part \
+                     committed the job (or someone removed it); {} holds the result if the job committed",
+                    target.display()
+                ),
+            })?;
         let len = file.metadata().with_context(|| format!("cannot inspect {}", data.display()))?.len();
         if len != bytes {
             if len > bytes {
