@@ -5,7 +5,7 @@
 //! - Beside the target `NAME` sits the staging directory `.NAME.tensorop-parts`, holding
 //!   `job.json` (what the job is: operator, inputs, output dtype and shape, part count, and its
 //!   digest), `data` (the whole result file, header included, each part writing its own range)
-//!   and one marker `part-K-of-N.done` per finished part.
+//!   and one marker `part-K-of-N-JOB.done` per finished part (`JOB` the job's digest).
 //! - The first part creates `job.json` atomically (a hard link, which never replaces); every
 //!   other part compares its own job with it and refuses, naming the differences, when they
 //!   disagree.
@@ -106,19 +106,16 @@ impl Stage {
             }
         }
         let data = dir.join("data");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&data)
-            .with_context(|| match dir.exists() {
-                true => format!("cannot open {}", data.display()),
-                false => format!(
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&data).with_context(|| {
+                match dir.exists() {
+                    true => format!("cannot open {}", data.display()),
+                    false => format!(
                     "the staging directory {dir_label} disappeared while this part joined it: another run of a part \
                      committed the job (or someone removed it); {} holds the result if the job committed",
                     target.display()
                 ),
+                }
             })?;
         let len = file.metadata().with_context(|| format!("cannot inspect {}", data.display()))?.len();
         if len != bytes {
@@ -137,7 +134,7 @@ impl Stage {
     /// flushed), then commits the result if every part is done. Returns whether this part
     /// committed it.
     pub fn finish(self, durable: bool) -> Result<bool> {
-        let marker = self.dir.join(marker_name(self.spec.index, self.spec.count));
+        let marker = self.dir.join(marker_name(self.spec.index, self.spec.count, &self.job));
         let record = serde_json::json!({ "job": self.job, "part": self.spec.index, "of": self.spec.count });
         let mut tmp = tempfile::Builder::new()
             .prefix(".marker.")
@@ -146,7 +143,7 @@ impl Stage {
         let _pending = Pending::new(tmp.path());
         tmp.write_all(record.to_string().as_bytes()).context("cannot write the part's marker")?;
         tmp.persist(&marker).map_err(|e| e.error).with_context(|| self.vanished("mark this part done"))?;
-        let all = (1..=self.spec.count).all(|k| self.dir.join(marker_name(k, self.spec.count)).exists());
+        let all = (1..=self.spec.count).all(|k| self.dir.join(marker_name(k, self.spec.count, &self.job)).exists());
         if !all {
             return Ok(false);
         }
@@ -187,9 +184,10 @@ impl Stage {
     }
 }
 
-/// `part-K-of-N.done`.
-fn marker_name(index: u64, count: u64) -> String {
-    format!("part-{index}-of-{count}.done")
+/// `part-K-of-N-JOB.done`: the job's digest in the name, so that only this job's markers count,
+/// even where a staging directory outlived its job (see `docs/parts.md`).
+fn marker_name(index: u64, count: u64, job: &str) -> String {
+    format!("part-{index}-of-{count}-{job}.done")
 }
 
 /// Writes `value` to `path` unless `path` exists, atomically: written to a temporary file, then
