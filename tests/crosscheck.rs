@@ -4,25 +4,8 @@
 //! (`testdata/make_fixtures.py`). They need python3 with numpy; without them these tests print why
 //! and pass, unless `TENSOROP_REQUIRE_NUMPY=1` (as CI sets), in which case they fail.
 
-use crate::common::{bin, manifest_dir};
+use crate::common::{bin, manifest_dir, python_modules_available};
 use std::process::Command;
-
-/// Ok(()) when python3 can import every one of the packages `modules`; otherwise the reason,
-/// naming the first package it cannot import.
-fn python_modules_available(modules: &[&str]) -> Result<(), String> {
-    for module in modules {
-        match Command::new("python3").args(["-c", &format!("import {module}")]).output() {
-            Err(e) => return Err(format!("python3 could not be run: {e}")),
-            Ok(o) if !o.status.success() => {
-                let why = String::from_utf8_lossy(&o.stderr);
-                let last = why.trim().lines().last().unwrap_or("").to_string();
-                return Err(format!("python3 cannot import the {module} package: {last}"));
-            }
-            Ok(_) => {}
-        }
-    }
-    Ok(())
-}
 
 /// True when the test should go on; prints the reason and returns false when it should skip.
 /// Panics instead of skipping when TENSOROP_REQUIRE_NUMPY=1.

@@ -13,6 +13,7 @@ mod checks;
 mod commands;
 mod containers;
 mod crosscheck;
+mod dask;
 mod dxdispatch;
 mod faults;
 mod fuzz_regressions;

@@ -669,6 +669,23 @@ pub fn skip(test: &str, var: &str, why: &str) -> bool {
     false
 }
 
+/// Ok(()) when python3 can import every one of the packages `modules`; otherwise the reason,
+/// naming the first package it cannot import.
+pub fn python_modules_available(modules: &[&str]) -> Result<(), String> {
+    for module in modules {
+        match Command::new("python3").args(["-c", &format!("import {module}")]).output() {
+            Err(e) => return Err(format!("python3 could not be run: {e}")),
+            Ok(o) if !o.status.success() => {
+                let why = String::from_utf8_lossy(&o.stderr);
+                let last = why.trim().lines().last().unwrap_or("").to_string();
+                return Err(format!("python3 cannot import the {module} package: {last}"));
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Whether a GPU adapter is present (`tensorop devices` succeeds); a missing one skips `test`,
 /// or fails it when TENSOROP_REQUIRE_GPU=1.
 pub fn gpu_available(test: &str) -> bool {

@@ -1,0 +1,662 @@
+"""tensorop-dask: run tensorop over many file pairs on a Dask cluster.
+
+    tensorop-dask sub|sqdiff A B -o OUTDIR [--scheduler ADDRESS] [--workers N] [--threads T]
+                  [-f LEVEL] [--retries R] [--split-above BYTES] [--parts N]
+                  [--skip-unpaired] [--report PATH] [--tensorop PATH] [--quiet]
+
+A and B are two directories (files paired by relative path: *.npy, *.npz, *.safetensors; a
+sharded checkpoint's shards pair by file name, and its *.safetensors.index.json files must
+agree), two quoted glob patterns (paired by the path below the pattern's fixed directory), or two
+files. Each pair is one unit: one Dask task that runs the tensorop binary on a worker, or, for a
+.npy pair whose output is larger than --split-above, one task per part (`tensorop --part K/N`).
+Exit 1 of tensorop (a runtime error) raises, so Dask retries the task; exits 2, 3 and 5 are
+deterministic and come back as failed units at once. At the end the successful units' reports
+are merged with `tensorop merge-stats --by-dtype` and one JSON report is written atomically.
+
+Exit status: 0 every unit succeeded; 1 a unit failed (each is named) or a runtime error; 2 usage;
+5 files only one side holds (without --skip-unpaired) or checkpoint indexes that disagree,
+nothing run. docs/dask.md describes it all; :func:`run` is the Python API.
+"""
+
+import argparse
+import ctypes
+import glob
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from tensorop import __version__, binary
+
+__all__ = ["run", "plan", "execute", "run_task", "PlanError", "TensoropError", "main"]
+
+EXTENSIONS = (".npy", ".npz", ".safetensors")
+DEFAULT_SPLIT_ABOVE = 1 << 30
+MAX_PARTS = 1 << 20  # tensorop's limit on --part K/N
+REPORT_NAME = "tensorop-dask-report.json"
+DTYPE_BYTES = {
+    "float16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+    "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+}
+# tensorop exits that retrying cannot change: usage (2), a failed check (3), unpaired members (5).
+DETERMINISTIC = {0: "ok", 2: "usage", 3: "invalid", 5: "unpaired"}
+
+
+class PlanError(Exception):
+    """The inputs cannot be paired into units; ``exit_code`` is the driver's exit status."""
+
+    def __init__(self, message, exit_code=1, unpaired=None):
+        super().__init__(message, exit_code, unpaired)
+        self.exit_code = exit_code
+        self.unpaired = unpaired
+
+    def __str__(self):
+        return self.args[0]
+
+
+class TensoropError(RuntimeError):
+    """A tensorop run that a retry may fix (exit 1, a signal, no report): raised in the task so
+    that Dask retries it. ``result`` holds what the run left (exit code, report, stderr)."""
+
+    def __init__(self, message, result):
+        super().__init__(message, result)
+        self.result = result
+
+    def __str__(self):
+        return self.args[0]
+
+
+# ------------------------------------------------------------------------------------------
+# On the worker
+# ------------------------------------------------------------------------------------------
+
+_prctl = None
+
+
+def _die_with_parent():
+    """A preexec_fn that makes the child get SIGKILL when the thread that started it dies
+    (PR_SET_PDEATHSIG), so that a killed worker leaves no tensorop writing after the fact.
+    None off Linux. prctl is looked up before the fork: the child only calls it."""
+    global _prctl
+    if not sys.platform.startswith("linux"):
+        return None
+    if _prctl is None:
+        fn = ctypes.CDLL(None, use_errno=True).prctl
+        fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        _prctl = fn
+    prctl, parent = _prctl, os.getpid()
+
+    def preexec():
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the worker died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def _worker_address():
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None
+
+
+def run_task(op, a, b, output, part=None, threads=1, tensorop=None, extra=()):
+    """Runs ``tensorop OP A B -o OUTPUT --stats --report - --quiet --threads THREADS [--part K/N]``
+    and returns ``{"exit_code", "report", "stderr", "worker", "seconds"}``. Exits 0, 2, 3 and 5
+    are returned; anything else (exit 1, a signal, an unreadable report) raises
+    :class:`TensoropError`. The report comes on standard output, so a killed run leaves no file."""
+    cmd = [tensorop or binary(), op, a, b, "-o", output, "--stats", "--report", "-", "--quiet",
+           "--threads", str(threads)]
+    if part:
+        cmd += ["--part", f"{part[0]}/{part[1]}"]
+    cmd += list(extra)
+    start = time.monotonic()
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, preexec_fn=_die_with_parent())
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = None
+    result = {
+        "exit_code": proc.returncode,
+        "report": report,
+        "stderr": proc.stderr.decode("utf-8", "replace")[-4000:],
+        "worker": _worker_address(),
+        "seconds": round(time.monotonic() - start, 3),
+    }
+    if proc.returncode in DETERMINISTIC and (report is not None or proc.returncode == 2):
+        return result
+    why = (report or {}).get("error") or result["stderr"].strip() or "no report"
+    what = os.path.basename(output) + (f" part {part[0]}/{part[1]}" if part else "")
+    raise TensoropError(f"{what}: tensorop exited with {proc.returncode}: {why}", result)
+
+
+# ------------------------------------------------------------------------------------------
+# Planning: pairs, units, parts
+# ------------------------------------------------------------------------------------------
+
+def _magic(s):
+    return any(c in s for c in "*?[")
+
+
+def _inside(path, outdir):
+    return outdir is not None and (path == outdir or path.startswith(outdir + os.sep))
+
+
+def _side(spec, outdir):
+    """{relative name: absolute path} of the inputs a directory or a glob pattern names."""
+    found = {}
+    if os.path.isdir(spec):
+        base = os.path.abspath(spec)
+        for root, dirs, files in os.walk(base):
+            dirs[:] = [d for d in dirs if not d.startswith(".")
+                       and not _inside(os.path.join(root, d), outdir)]
+            for f in files:
+                if f.endswith(EXTENSIONS) and not f.startswith("."):
+                    path = os.path.join(root, f)
+                    found[os.path.relpath(path, base).replace(os.sep, "/")] = path
+        return found
+    base = spec
+    while _magic(base):
+        base = os.path.dirname(base)
+    base = os.path.abspath(base or ".")
+    for path in glob.glob(spec, recursive=True):
+        path = os.path.abspath(path)
+        if os.path.isfile(path) and not _inside(path, outdir):
+            found[os.path.relpath(path, base).replace(os.sep, "/")] = path
+    if not found:
+        raise PlanError(f"{spec}: the pattern matches no file", 1)
+    return found
+
+
+def _check_indexes(a, b):
+    """Compares the weight maps of two sharded checkpoints' *.safetensors.index.json files; None
+    when either directory has none. Raises PlanError (exit 5) when they disagree."""
+    ia = sorted(glob.glob(os.path.join(glob.escape(a), "*.safetensors.index.json")))
+    ib = sorted(glob.glob(os.path.join(glob.escape(b), "*.safetensors.index.json")))
+    if not ia or not ib:
+        return None
+    names_a = {os.path.basename(p): p for p in ia}
+    names_b = {os.path.basename(p): p for p in ib}
+    if len(ia) == 1 and len(ib) == 1:
+        pairs = [(ia[0], ib[0])]
+    elif set(names_a) == set(names_b):
+        pairs = [(names_a[n], names_b[n]) for n in sorted(names_a)]
+    else:
+        raise PlanError(f"the checkpoints' index files differ: {sorted(names_a)} in {a}, "
+                        f"{sorted(names_b)} in {b}", 5)
+    checked = []
+    for pa, pb in pairs:
+        maps = []
+        for p in (pa, pb):
+            try:
+                with open(p, encoding="utf-8") as f:
+                    maps.append(json.load(f)["weight_map"])
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise PlanError(f"{p}: not a readable safetensors index ({e})", 1)
+        wa, wb = maps
+        only_a, only_b = sorted(set(wa) - set(wb)), sorted(set(wb) - set(wa))
+        moved = sorted(t for t in set(wa) & set(wb) if wa[t] != wb[t])
+        if only_a or only_b or moved:
+            def few(names, show=lambda t: t):
+                more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+                return ", ".join(show(t) for t in names[:5]) + more
+            def count(names):
+                return f"{len(names)} tensor{'s' if len(names) != 1 else ''}"
+            problems = []
+            if only_a:
+                problems.append(f"{count(only_a)} only in A ({few(only_a)})")
+            if only_b:
+                problems.append(f"{count(only_b)} only in B ({few(only_b)})")
+            if moved:
+                problems.append(f"{count(moved)} in different shard files "
+                                f"({few(moved, lambda t: f'{t}: {wa[t]} vs {wb[t]}')})")
+            raise PlanError(f"the checkpoints are not sharded the same way: {pa} and {pb} "
+                            f"disagree: {'; '.join(problems)}", 5)
+        checked.append({"a": pa, "b": pb, "tensors": len(wa)})
+    return checked
+
+
+def _npy_headers(exe, paths):
+    """{path: header} from `tensorop info --json` for the paths it can read as .npy files."""
+    headers = {}
+    for i in range(0, len(paths), 256):
+        proc = subprocess.run([exe, "info", "--json", *paths[i:i + 256]], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            headers.update({h["path"]: h for h in json.loads(proc.stdout)})
+        except (ValueError, KeyError, TypeError):
+            pass
+    return headers
+
+
+def _output_bytes(ha, hb):
+    """Bytes of the result of two .npy headers (NumPy broadcasting), or None when they do not
+    make one (tensorop's checks will say why)."""
+    if ha["dtype"] != hb["dtype"] or ha["dtype"] not in DTYPE_BYTES:
+        return None
+    sa, sb = list(ha["shape"]), list(hb["shape"])
+    n = max(len(sa), len(sb))
+    sa, sb = [1] * (n - len(sa)) + sa, [1] * (n - len(sb)) + sb
+    elements = 1
+    for x, y in zip(sa, sb):
+        if x != y and 1 not in (x, y):
+            return None
+        elements *= max(x, y) if 0 not in (x, y) else 0
+    return elements, elements * DTYPE_BYTES[ha["dtype"]]
+
+
+def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_unpaired=False,
+         tensorop=None):
+    """The units of a job: ``{"op", "a", "b", "kind", "outdir", "units", "unpaired",
+    "checkpoint_indexes"}``, each unit ``{"name", "a", "b", "output", "parts"}`` (``parts``: N
+    for a pair run as N parts, else None). Raises :class:`PlanError`."""
+    if op not in ("sub", "sqdiff"):
+        raise PlanError(f"unknown operation {op!r}: sub or sqdiff", 2)
+    outdir = os.path.abspath(outdir)
+    unpaired = {"only_in_a": [], "only_in_b": [], "skipped": bool(skip_unpaired)}
+    indexes = None
+    if os.path.isfile(a) and os.path.isfile(b):
+        kind = "files"
+        pairs = {os.path.basename(a): (os.path.abspath(a), os.path.abspath(b))}
+    elif os.path.isfile(a) or os.path.isfile(b):
+        raise PlanError("A and B must both be files, or both directories or glob patterns", 2)
+    else:
+        if not (os.path.isdir(a) or _magic(a)) or not (os.path.isdir(b) or _magic(b)):
+            missing = a if not (os.path.isdir(a) or _magic(a)) else b
+            raise PlanError(f"{missing}: no such file or directory", 1)
+        kind = "directories" if os.path.isdir(a) and os.path.isdir(b) else "globs"
+        side_a, side_b = _side(a, outdir), _side(b, outdir)
+        if kind == "directories":
+            indexes = _check_indexes(a, b)
+        unpaired["only_in_a"] = sorted(set(side_a) - set(side_b))
+        unpaired["only_in_b"] = sorted(set(side_b) - set(side_a))
+        if (unpaired["only_in_a"] or unpaired["only_in_b"]) and not skip_unpaired:
+            named = [f"{n} only in A" for n in unpaired["only_in_a"]]
+            named += [f"{n} only in B" for n in unpaired["only_in_b"]]
+            more = f" and {len(named) - 10} more" if len(named) > 10 else ""
+            raise PlanError(f"{len(named)} files without a partner: {', '.join(named[:10])}{more} "
+                            "(--skip-unpaired runs the pairs and reports these)", 5, unpaired)
+        pairs = {n: (side_a[n], side_b[n]) for n in sorted(set(side_a) & set(side_b))}
+        if not pairs:
+            raise PlanError(f"no file pairs in {a} and {b}", 1, unpaired)
+    units = []
+    for name, (pa, pb) in pairs.items():
+        output = os.path.join(outdir, *name.split("/"))
+        for p in (pa, pb):
+            if os.path.exists(output) and os.path.samefile(output, p):
+                raise PlanError(f"{name}: the output {output} is an input; choose another OUTDIR", 2)
+        units.append({"name": name, "a": pa, "b": pb, "output": output, "parts": None})
+    if split_above:
+        npy = [u for u in units if u["a"].endswith(".npy") and u["b"].endswith(".npy")]
+        if npy:
+            exe = tensorop or binary()
+            headers = _npy_headers(exe, sorted({p for u in npy for p in (u["a"], u["b"])}))
+            for u in npy:
+                if u["a"] in headers and u["b"] in headers:
+                    size = _output_bytes(headers[u["a"]], headers[u["b"]])
+                    if size and size[1] > split_above:
+                        n = min(parts or math.ceil(size[1] / split_above), size[0], MAX_PARTS)
+                        u["parts"] = n if n >= 2 else None
+    return {"op": op, "a": a, "b": b, "kind": kind, "outdir": outdir, "units": units,
+            "unpaired": unpaired, "checkpoint_indexes": indexes}
+
+
+# ------------------------------------------------------------------------------------------
+# Running a plan on a client
+# ------------------------------------------------------------------------------------------
+
+def _staging(output):
+    return os.path.join(os.path.dirname(output), f".{os.path.basename(output)}.tensorop-parts")
+
+
+def _clean(units):
+    """Removes the part runs' staging directories (a part re-run after its job was committed
+    leaves a new one; a failed job leaves its parts) and temporary files killed runs left beside
+    the outputs. Called once every task of these units has finished."""
+    for u in units:
+        if u["parts"]:
+            shutil.rmtree(_staging(u["output"]), ignore_errors=True)
+        pattern = f".{glob.escape(os.path.basename(u['output']))}.*.tensorop-tmp"
+        for leftover in glob.glob(os.path.join(glob.escape(os.path.dirname(u["output"])), pattern)):
+            try:
+                os.remove(leftover)
+            except OSError:
+                pass
+
+
+def _write_json(path, obj):
+    """Writes obj as JSON to path atomically (a temporary file beside it, then os.replace), or
+    to standard output for '-'."""
+    text = json.dumps(obj, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _merge(exe, reports):
+    """`tensorop merge-stats --by-dtype` over the reports: (merged object, None) or (None, why)."""
+    with tempfile.TemporaryDirectory(prefix="tensorop-dask-") as tmp:
+        names = []
+        for i, report in enumerate(reports):
+            names.append(f"{i:06d}.json")
+            with open(os.path.join(tmp, names[-1]), "w", encoding="utf-8") as f:
+                json.dump(report, f)
+        proc = subprocess.run([exe, "merge-stats", "--by-dtype", *names], cwd=tmp,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        return None, f"tensorop merge-stats exited with {proc.returncode}: " + \
+            proc.stderr.decode("utf-8", "replace").strip()
+    try:
+        return json.loads(proc.stdout), None
+    except ValueError as e:
+        return None, f"tensorop merge-stats printed no JSON: {e}"
+
+
+def _base_report(the_plan):
+    return {
+        "schema_version": 1,
+        "tool": {"name": "tensorop-dask", "version": __version__},
+        "op": the_plan["op"],
+        "status": None,
+        "exit_code": None,
+        "error": None,
+        "inputs": {"a": the_plan["a"], "b": the_plan["b"], "kind": the_plan.get("kind"),
+                   "checkpoint_indexes": the_plan.get("checkpoint_indexes")},
+        "output_dir": the_plan["outdir"],
+        "settings": None,
+        "cluster": None,
+        "units": [],
+        "unpaired": the_plan.get("unpaired"),
+        "merged": None,
+        "failures": [],
+        "timings_s": {},
+    }
+
+
+def execute(client, the_plan, *, threads=1, retries=2, feature_level=None, report=None,
+            progress=False, tensorop=None):
+    """Runs a :func:`plan` on a ``distributed.Client`` and returns the combined report, also
+    written (atomically) to ``report`` (default OUTDIR/tensorop-dask-report.json; '-' prints it).
+    The report's ``exit_code`` is the driver's exit status."""
+    import distributed
+
+    t0 = time.monotonic()
+    units, op = the_plan["units"], the_plan["op"]
+    extra = ["--skip-unpaired"] if the_plan["unpaired"]["skipped"] else []
+    if feature_level:
+        extra += ["--feature-level", feature_level]
+    for u in units:
+        os.makedirs(os.path.dirname(u["output"]), exist_ok=True)
+        if u["parts"]:  # a job starts clean: the driver owns OUTDIR
+            shutil.rmtree(_staging(u["output"]), ignore_errors=True)
+
+    futures, where = [], []
+    for i, u in enumerate(units):
+        for part in ([(k, u["parts"]) for k in range(1, u["parts"] + 1)] if u["parts"] else [None]):
+            futures.append(client.submit(run_task, op, u["a"], u["b"], u["output"], part, threads,
+                                         tensorop, extra, retries=retries, pure=False))
+            where.append((i, part))
+    if progress and futures:
+        distributed.progress(futures)
+    distributed.wait(futures)
+
+    def attempts_on_scheduler(keys, retries, dask_scheduler=None):
+        tasks = dask_scheduler.tasks
+        return {k: 1 + (retries - tasks[k].retries) + tasks[k].suspicious
+                for k in keys if k in tasks}
+
+    try:
+        attempts = client.run_on_scheduler(attempts_on_scheduler, [f.key for f in futures], retries)
+    except Exception:  # noqa: BLE001 (attempts are reported when the scheduler can tell)
+        attempts = {}
+
+    tasks = [[] for _ in units]
+    for fut, (i, part) in zip(futures, where):
+        if fut.status == "finished":
+            res, error = fut.result(), None
+        else:
+            try:
+                exc = fut.exception()
+            except Exception as e:  # noqa: BLE001 (a cancelled future raises its cancellation)
+                exc = e
+            res = getattr(exc, "result", None) or {"exit_code": None, "report": None}
+            error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, TensoropError) else str(exc)
+        rep = res.get("report")
+        if error is None and res["exit_code"] != 0:
+            error = (rep or {}).get("error") or res.get("stderr", "").strip() or \
+                f"tensorop exited with {res['exit_code']}"
+        tasks[i].append({
+            "part": {"index": part[0], "count": part[1]} if part else None,
+            "exit_code": res.get("exit_code"),
+            "attempts": attempts.get(fut.key),
+            "worker": res.get("worker"),
+            "seconds": res.get("seconds"),
+            "error": error,
+            "report": rep,
+        })
+    client.cancel(futures)  # nothing recomputes after this point, so cleaning up is safe
+    t_run = time.monotonic()
+
+    combined = _base_report(the_plan)
+    ok_reports, entries = [], []
+    for u, ts in zip(units, tasks):
+        bad = next((t for t in ts if t["exit_code"] != 0), None)
+        status = "ok" if bad is None else DETERMINISTIC.get(bad["exit_code"], "error")
+        error = bad["error"] if bad else None
+        if status == "ok" and u["parts"] and not os.path.exists(u["output"]):
+            status, error = "error", "every part succeeded but none committed the output"
+        known = [t["attempts"] for t in ts]
+        entries.append({
+            "name": u["name"],
+            "inputs": [u["a"], u["b"]],
+            "output": u["output"],
+            "status": status,
+            "exit_code": bad["exit_code"] if bad else 0,
+            "attempts": sum(known) if None not in known else None,
+            "error": error,
+            "parts": u["parts"],
+            "tasks": ts,
+        })
+        if status == "ok":
+            ok_reports += [t["report"] for t in ts]
+    _clean(units)
+
+    failures = [{"name": e["name"], "status": e["status"], "exit_code": e["exit_code"],
+                 "error": e["error"]} for e in entries if e["status"] != "ok"]
+    merged, merge_error = (None, None)
+    if ok_reports:
+        merged, merge_error = _merge(tensorop or binary(), ok_reports)
+    combined.update({
+        "status": "ok" if not failures and not merge_error else "failed",
+        "exit_code": 0 if not failures and not merge_error else 1,
+        "error": merge_error or (f"{len(failures)} of {len(entries)} units failed: "
+                                 + ", ".join(f["name"] for f in failures) if failures else None),
+        "settings": {"threads": threads, "retries": retries, "feature_level": feature_level},
+        "cluster": {"scheduler": client.scheduler.address,
+                    "workers": len(client.nthreads())},
+        "units": entries,
+        "merged": merged,
+        "failures": failures,
+        "timings_s": {"run": round(t_run - t0, 3), "total": round(time.monotonic() - t0, 3)},
+    })
+    _write_json(report or os.path.join(the_plan["outdir"], REPORT_NAME), combined)
+    return combined
+
+
+def _plan_failure(op, a, b, outdir, err, report):
+    """The combined report of a job that stopped before running (pairing, missing inputs)."""
+    rep = _base_report({"op": op, "a": a, "b": b, "outdir": os.path.abspath(outdir),
+                        "unpaired": err.unpaired})
+    rep.update({"status": "unpaired" if err.exit_code == 5 else "error",
+                "exit_code": err.exit_code, "error": str(err)})
+    if err.exit_code != 2:  # as tensorop: no report for usage errors
+        _write_json(report or os.path.join(os.path.abspath(outdir), REPORT_NAME), rep)
+    return rep
+
+
+def run(client, op, a, b, outdir, *, threads=1, retries=2, feature_level=None,
+        split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_unpaired=False, report=None,
+        tensorop=None, progress=False):
+    """Pairs A and B, runs every unit on ``client`` (a ``distributed.Client``) and returns the
+    combined report (a dict, also written to ``report`` or OUTDIR/tensorop-dask-report.json).
+    ``report["exit_code"]`` is what the command would exit with; ``report["failures"]`` names
+    the units that failed after their retries."""
+    try:
+        the_plan = plan(op, a, b, outdir, split_above=split_above, parts=parts,
+                        skip_unpaired=skip_unpaired, tensorop=tensorop)
+    except PlanError as err:
+        return _plan_failure(op, a, b, outdir, err, report)
+    return execute(client, the_plan, threads=threads, retries=retries,
+                   feature_level=feature_level, report=report, progress=progress,
+                   tensorop=tensorop)
+
+
+# ------------------------------------------------------------------------------------------
+# Command line
+# ------------------------------------------------------------------------------------------
+
+def _size(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    try:
+        return int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 1073741824, 512M, 1G)")
+
+
+def _positive(text):
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return n
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="tensorop-dask",
+        description="Run tensorop sub or sqdiff over many file pairs on a Dask cluster: one task "
+                    "per pair, or per part of a large .npy pair; one combined JSON report.",
+        epilog="Exit status: 0 all units succeeded; 1 a unit failed or a runtime error; 2 usage; "
+               "5 files without a partner or checkpoint indexes that disagree (nothing run).")
+    p.add_argument("op", choices=("sub", "sqdiff"))
+    p.add_argument("a", metavar="A", help="directory, quoted glob pattern, or file")
+    p.add_argument("b", metavar="B", help="directory, quoted glob pattern, or file")
+    p.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                   help="directory for the results, under the pairs' relative paths")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler (default: a local cluster of worker processes)")
+    p.add_argument("--workers", type=_positive, metavar="N",
+                   help="local cluster only: worker processes (default: cores / --threads)")
+    p.add_argument("--threads", type=_positive, default=1, metavar="T",
+                   help="tensorop --threads for each task (default 1)")
+    p.add_argument("-f", "--feature-level", metavar="L",
+                   help="tensorop --feature-level for every run (e.g. none, for bfloat16 members; "
+                        "default: tensorop's, latest)")
+    p.add_argument("--retries", type=int, default=2, metavar="R",
+                   help="retries of a task whose tensorop run fails with exit 1 (default 2)")
+    p.add_argument("--split-above", type=_size, default=DEFAULT_SPLIT_ABOVE, metavar="BYTES",
+                   help="run a .npy pair whose result is larger than this as parts "
+                        "(default 1G; 0: never)")
+    p.add_argument("--parts", type=_positive, metavar="N",
+                   help="parts per split pair (default: result size / --split-above, rounded up)")
+    p.add_argument("--skip-unpaired", action="store_true",
+                   help="run the pairs and report the files (and container members) only one "
+                        "side holds, instead of failing with exit 5")
+    p.add_argument("--report", metavar="PATH",
+                   help=f"combined JSON report ('-': standard output; default OUTDIR/{REPORT_NAME})")
+    p.add_argument("--tensorop", metavar="PATH",
+                   help="the tensorop executable, the same path on every worker (default: the "
+                        "installed one, or TENSOROP_BIN)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar and no summary; errors only")
+    return p
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    say = (lambda *a: None) if args.quiet else (lambda msg: print(f"tensorop-dask: {msg}",
+                                                                  file=sys.stderr))
+    try:
+        import distributed
+    except ImportError:
+        print("tensorop-dask: error: needs Dask: pip install 'tensorop[dask]'", file=sys.stderr)
+        return 1
+    try:
+        the_plan = plan(args.op, args.a, args.b, args.output, split_above=args.split_above,
+                        parts=args.parts, skip_unpaired=args.skip_unpaired, tensorop=args.tensorop)
+    except PlanError as err:
+        _plan_failure(args.op, args.a, args.b, args.output, err, args.report)
+        print(f"tensorop-dask: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except FileNotFoundError as err:
+        print(f"tensorop-dask: error: {err}", file=sys.stderr)
+        return 1
+    tasks = sum(u["parts"] or 1 for u in the_plan["units"])
+    say(f"{len(the_plan['units'])} units, {tasks} tasks")
+
+    if args.scheduler:
+        try:
+            client, cluster = distributed.Client(args.scheduler), None
+        except (OSError, TimeoutError) as err:
+            print(f"tensorop-dask: error: cannot reach the scheduler {args.scheduler}: {err}",
+                  file=sys.stderr)
+            return 1
+    else:
+        cores = os.cpu_count() or 1
+        workers = args.workers or max(1, cores // args.threads)
+        cluster = distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=max(1, cores // (workers * args.threads)),
+            processes=True, dashboard_address=":0")
+        client = distributed.Client(cluster)
+        say(f"local cluster: {workers} worker processes; dashboard {client.dashboard_link}")
+    try:
+        combined = execute(client, the_plan, threads=args.threads, retries=args.retries,
+                           feature_level=args.feature_level, report=args.report,
+                           tensorop=args.tensorop,
+                           progress=not args.quiet and args.report != "-" and sys.stdout.isatty())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    ok = len(combined["units"]) - len(combined["failures"])
+    say(f"{ok} of {len(combined['units'])} units ok in {combined['timings_s']['total']} s; report: "
+        f"{args.report or os.path.join(the_plan['outdir'], REPORT_NAME)}")
+    for f in combined["failures"]:
+        print(f"tensorop-dask: failed: {f['name']} ({f['status']}, exit {f['exit_code']}): "
+              f"{f['error']}", file=sys.stderr)
+    if combined["error"] and not combined["failures"]:
+        print(f"tensorop-dask: error: {combined['error']}", file=sys.stderr)
+    return combined["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

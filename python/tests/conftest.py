@@ -1,0 +1,25 @@
+"""Lets `python3 -m pytest -q python/tests` run from a source tree as it is: when the package
+`tensorop` is not installed, it is taken from python/ (for the worker processes and the
+commands the tests start too, through PYTHONPATH), and when no tensorop binary is found
+(TENSOROP_BIN, the installed wheel's, PATH), cargo's target/release/tensorop is used."""
+
+import os
+import sys
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+try:
+    import tensorop
+except ImportError:
+    sys.path.insert(0, PYTHON_DIR)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (PYTHON_DIR, os.environ.get("PYTHONPATH")) if p)
+    import tensorop
+
+try:
+    tensorop.binary()
+except FileNotFoundError:
+    built = os.path.join(os.path.dirname(PYTHON_DIR), "target", "release",
+                         "tensorop.exe" if os.name == "nt" else "tensorop")
+    if os.path.isfile(built):
+        os.environ["TENSOROP_BIN"] = built
