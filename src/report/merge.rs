@@ -220,7 +220,7 @@ fn stats_of(v: &Value) -> Result<&Value> {
 
 /// A summary of elements of `dtype`, rebuilt from its JSON form and checked: the counts add
 /// up, and the rounded sum and the mean are the ones its exact sum gives.
-pub(crate) fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
+pub fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
     let float = dtype.is_float();
     let count = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("{k} is not a count"));
     let exact = v.get("exact_sum").ok_or_else(|| {

@@ -3,7 +3,7 @@
 //! outcome.
 
 pub mod container;
-pub(crate) mod merge;
+pub mod merge;
 pub(crate) mod summary;
 
 use crate::npy::header::Header;
