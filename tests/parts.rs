@@ -269,3 +269,24 @@ fn markers_and_bytes_left_by_another_job_never_count() {
     assert!(dir.read("out.npy") == dir.read("whole.npy"), "stray bytes survived in the result");
     assert_eq!(extra_files(&dir), BTreeSet::from(["out.npy".to_string()]));
 }
+
+#[test]
+fn a_part_counts_only_if_its_bytes_went_into_the_file_committed() {
+    let dir = Dir::new();
+    job(&dir, 10);
+    run_part(&dir, 1, 2, &[]).ok();
+    // The data file replaced by another (as when a commit moved it away and a late duplicate
+    // started a new one): part 1's bytes are not in it, though its marker is still there.
+    let data = dir.path(".out.npy.tensorop-parts/data");
+    let size = std::fs::metadata(&data).expect("data").len() as usize;
+    // The old file lives on elsewhere, as a committed result does, so the new one is another.
+    std::fs::rename(&data, dir.path("old-data")).expect("move data");
+    dir.write(".out.npy.tensorop-parts/data", &vec![0u8; size]);
+    run_part(&dir, 2, 2, &[]).ok();
+    assert!(!dir.exists("out.npy"), "committed a file that part 1 never wrote into");
+    assert_eq!(dir.report("r2.json")["part"]["committed"], false);
+    // Part 1 again, into this file: now every part's bytes are in it.
+    run_part(&dir, 1, 2, &[]).ok();
+    assert!(dir.read("out.npy") == dir.read("whole.npy"), "the result after part 1 ran again");
+    assert_eq!(extra_files(&dir), BTreeSet::from(["out.npy".to_string(), "old-data".to_string()]));
+}

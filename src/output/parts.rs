@@ -64,6 +64,9 @@ pub struct Stage {
     spec: PartSpec,
     /// The job's digest, as `job.json` and the report hold it.
     pub job: String,
+    /// The identity of the `data` file this part writes into (device and inode, or volume and
+    /// file index), which its marker records.
+    data_id: String,
 }
 
 /// The staging directory's name beside `target`.
@@ -80,54 +83,26 @@ impl Stage {
     /// bytes).
     pub fn join(target: &Path, spec: PartSpec, description: Value, bytes: u64) -> Result<(Stage, File)> {
         let dir = staging_dir(target);
-        let dir_label = dir.display().to_string();
         match fs::create_dir(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot create the staging directory {dir_label}")),
+            Err(e) => return Err(e).with_context(|| format!("cannot create the staging directory {}", dir.display())),
         }
         let job = digest(&description);
-        let staged = serde_json::json!({ "job": job, "description": description });
-        let job_path = dir.join("job.json");
-        if !publish_once(&dir, &job_path, &staged)? {
-            let text = fs::read(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
-            let theirs: Value = serde_json::from_slice(&text)
-                .with_context(|| format!("{} is not a tensorop job; remove {dir_label}", job_path.display()))?;
-            let differences = differences("", &theirs["description"], &staged["description"]);
-            if !differences.is_empty() {
-                bail!(
-                    "part {}/{} disagrees with the job already staged in {dir_label} by other parts:\n  {}\nParts of \
-                     one job must be given the same inputs, operator and options and the same N; if the staged job \
-                     is stale (its inputs changed since), remove {dir_label} and run every part again",
-                    spec.index,
-                    spec.count,
-                    differences.join("\n  ")
-                );
+        match enter(&dir, spec, &job, description, bytes) {
+            Ok(file) => {
+                let data_id = sys::file_id(&file).unwrap_or_default();
+                Ok((Stage { dir, target: target.to_path_buf(), spec, job, data_id }, file))
             }
+            // Removed while this part joined: a part that committed the job cleans it up.
+            Err(e) if !dir.join("job.json").exists() => Err(e.context(format!(
+                "the staging directory {} disappeared while this part joined it: another run of a part committed \
+                 the job (or someone removed it); {} holds the result if the job committed",
+                dir.display(),
+                target.display()
+            ))),
+            Err(e) => Err(e),
         }
-        let data = dir.join("data");
-        let file =
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&data).with_context(|| {
-                match dir.exists() {
-                    true => format!("cannot open {}", data.display()),
-                    false => format!(
-                    "the staging directory {dir_label} disappeared while this part joined it: another run of a part \
-                     committed the job (or someone removed it); {} holds the result if the job committed",
-                    target.display()
-                ),
-                }
-            })?;
-        let len = file.metadata().with_context(|| format!("cannot inspect {}", data.display()))?.len();
-        if len != bytes {
-            if len > bytes {
-                bail!("{} holds {len} bytes, more than this job's {bytes}; remove {dir_label}", data.display());
-            }
-            if len == 0 {
-                crate::pipeline::check_free_space(&data.display().to_string(), &dir, bytes)?;
-            }
-            file.set_len(bytes).with_context(|| format!("cannot size {} to {bytes} bytes", data.display()))?;
-        }
-        Ok((Stage { dir, target: target.to_path_buf(), spec, job }, file))
     }
 
     /// Marks this part done (its bytes were written and the file closed, and with `durable`
@@ -135,7 +110,9 @@ impl Stage {
     /// committed it.
     pub fn finish(self, durable: bool) -> Result<bool> {
         let marker = self.dir.join(marker_name(self.spec.index, self.spec.count, &self.job));
-        let record = serde_json::json!({ "job": self.job, "part": self.spec.index, "of": self.spec.count });
+        let record = serde_json::json!({
+            "job": self.job, "part": self.spec.index, "of": self.spec.count, "data": self.data_id,
+        });
         let mut tmp = tempfile::Builder::new()
             .prefix(".marker.")
             .tempfile_in(&self.dir)
@@ -143,23 +120,54 @@ impl Stage {
         let _pending = Pending::new(tmp.path());
         tmp.write_all(record.to_string().as_bytes()).context("cannot write the part's marker")?;
         tmp.persist(&marker).map_err(|e| e.error).with_context(|| self.vanished("mark this part done"))?;
-        let all = (1..=self.spec.count).all(|k| self.dir.join(marker_name(k, self.spec.count, &self.job)).exists());
-        if !all {
+        let markers: Vec<PathBuf> =
+            (1..=self.spec.count).map(|k| self.dir.join(marker_name(k, self.spec.count, &self.job))).collect();
+        if !markers.iter().all(|m| m.exists()) {
             return Ok(false);
         }
+        // Claim the data file under a name of this part's own, so that no other part renames
+        // it meanwhile, then check that every marker names this very file: a part counts only
+        // if its bytes went into the file being committed.
         let data = self.dir.join("data");
-        if durable {
-            let file = File::open(&data).with_context(|| format!("cannot open {}", data.display()))?;
-            sys::sync_file(&file).context("cannot flush the result to storage (--fsync)")?;
-        }
-        match fs::rename(&data, &self.target) {
+        let claimed = self.dir.join(format!(".claim.{}.{}", std::process::id(), self.spec.index));
+        match fs::rename(&data, &claimed) {
             Ok(()) => {}
-            // Another part found every marker too, and committed first.
+            // Another part found every marker too, and claimed the file first.
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e).with_context(|| format!("cannot claim {}", data.display())),
+        }
+        // Whatever stops this commit gives the file back under its name, for the next try.
+        let put_back = || {
+            let _ = fs::hard_link(&claimed, &data);
+            let _ = fs::remove_file(&claimed);
+        };
+        let file = match File::open(&claimed) {
+            Ok(f) => f,
             Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot move the result into place at {}", self.target.display()))
+                put_back();
+                return Err(e).with_context(|| format!("cannot open {}", claimed.display()));
             }
+        };
+        let id = sys::file_id(&file).unwrap_or_default();
+        let names_it = |m: &PathBuf| {
+            let record: Option<Value> = fs::read(m).ok().and_then(|t| serde_json::from_slice(&t).ok());
+            record.is_some_and(|r| r["data"].as_str() == Some(id.as_str()))
+        };
+        if !markers.iter().all(names_it) {
+            // Parts of another data file: put it back for whoever writes into it.
+            drop(file);
+            put_back();
+            return Ok(false);
+        }
+        let synced = if durable { sys::sync_file(&file).map(|_| ()) } else { Ok(()) };
+        drop(file);
+        if let Err(e) = synced {
+            put_back();
+            return Err(e).context("cannot flush the result to storage (--fsync)");
+        }
+        if let Err(e) = fs::rename(&claimed, &self.target) {
+            put_back();
+            return Err(e).with_context(|| format!("cannot move the result into place at {}", self.target.display()));
         }
         if durable {
             let dir = parent_dir(&self.target);
@@ -182,6 +190,50 @@ impl Stage {
             self.target.display()
         )
     }
+}
+
+/// Joins the job `job` (`description`) in the staging directory `dir`: `job.json` created if
+/// missing, or compared; `data` created at its full size (`bytes`) if missing. Returns `data`,
+/// open for writing.
+fn enter(dir: &Path, spec: PartSpec, job: &str, description: Value, bytes: u64) -> Result<File> {
+    let dir_label = dir.display().to_string();
+    let staged = serde_json::json!({ "job": job, "description": description });
+    let job_path = dir.join("job.json");
+    if !publish_once(dir, &job_path, &staged)? {
+        let text = fs::read(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
+        let theirs: Value = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a tensorop job; remove {dir_label}", job_path.display()))?;
+        let differences = differences("", &theirs["description"], &staged["description"]);
+        if !differences.is_empty() {
+            bail!(
+                "part {}/{} disagrees with the job already staged in {dir_label} by other parts:\n  {}\nParts of \
+                 one job must be given the same inputs, operator and options and the same N; if the staged job \
+                 is stale (its inputs changed since), remove {dir_label} and run every part again",
+                spec.index,
+                spec.count,
+                differences.join("\n  ")
+            );
+        }
+    }
+    let data = dir.join("data");
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&data)
+        .with_context(|| format!("cannot open {}", data.display()))?;
+    let len = file.metadata().with_context(|| format!("cannot inspect {}", data.display()))?.len();
+    if len != bytes {
+        if len > bytes {
+            bail!("{} holds {len} bytes, more than this job's {bytes}; remove {dir_label}", data.display());
+        }
+        if len == 0 {
+            crate::pipeline::check_free_space(&data.display().to_string(), dir, bytes)?;
+        }
+        file.set_len(bytes).with_context(|| format!("cannot size {} to {bytes} bytes", data.display()))?;
+    }
+    Ok(file)
 }
 
 /// `part-K-of-N-JOB.done`: the job's digest in the name, so that only this job's markers count,

@@ -252,6 +252,15 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
 }
 
+/// The identity of the open file `file` (device, inode and, where the filesystem keeps it, the
+/// creation time, which tells a file from a later one that reuses its inode), as text; `None`
+/// where it cannot be read.
+pub fn file_id(file: &File) -> Option<String> {
+    let m = file.metadata().ok()?;
+    let born = m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    Some(format!("{}:{}:{}", m.dev(), m.ino(), born.map_or(0, |d| d.as_nanos())))
+}
+
 /// Whether `path` still names the file `held` (device and inode; links not followed).
 pub fn same_file(held: &File, path: &Path) -> bool {
     match (held.metadata(), std::fs::symlink_metadata(path)) {

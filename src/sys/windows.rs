@@ -300,6 +300,13 @@ fn identity(file: &File) -> Option<(u32, u32, u32)> {
     Some((info.dwVolumeSerialNumber, info.nFileIndexHigh, info.nFileIndexLow))
 }
 
+/// The identity of the open file `file` (volume serial number and file index; NTFS's index holds
+/// a sequence number, so a later file is not given the same one), as text; `None` where it cannot
+/// be read.
+pub fn file_id(file: &File) -> Option<String> {
+    identity(file).map(|(volume, high, low)| format!("{volume}:{high}:{low}"))
+}
+
 /// Whether `path` still names the file `held` (volume and file index; links not followed).
 pub fn same_file(held: &File, path: &Path) -> bool {
     let now = OpenOptions::new()
