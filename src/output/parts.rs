@@ -11,8 +11,9 @@
 //!   disagree.
 //! - A part writes its bytes at their offsets, closes the file (flushing it to storage first with
 //!   `--fsync`), and only then creates its marker, atomically (a rename).
-//! - The part that then finds all N markers renames `data` over the target (one atomic rename)
-//!   and removes the staging directory.
+//! - The part that then finds all N markers claims `data` (renames it to a name of its own),
+//!   checks that every marker records this very file's identity, renames it over the target
+//!   (one atomic rename) and removes the staging directory.
 //!
 //! Running a part again (a retry, a duplicate) rewrites the same bytes and the same marker; a
 //! killed part leaves no marker, so its range is not counted until it runs again. Whatever
