@@ -489,8 +489,8 @@ impl Trace {
             bytes_written: self.bytes_written,
             dry_run: cfg.dry_run,
             part: self.part.map(|mut p| {
-                if let Some(plan) = &self.plan {
-                    let r = PartSpec { index: p.index, count: p.count }.range(plan.elements);
+                if let (Some(plan), Some(spec)) = (&self.plan, cfg.part) {
+                    let r = spec.range(plan.elements);
                     (p.first, p.end) = (Some(r.start), Some(r.end));
                 }
                 p

@@ -96,12 +96,7 @@ impl Stage {
                 Ok((Stage { dir, target: target.to_path_buf(), spec, job, data_id }, file))
             }
             // Removed while this part joined: a part that committed the job cleans it up.
-            Err(e) if !dir.join("job.json").exists() => Err(e.context(format!(
-                "the staging directory {} disappeared while this part joined it: another run of a part committed \
-                 the job (or someone removed it); {} holds the result if the job committed",
-                dir.display(),
-                target.display()
-            ))),
+            Err(e) if !dir.join("job.json").exists() => Err(e.context(vanished(&dir, target, "join the job"))),
             Err(e) => Err(e),
         }
     }
@@ -181,16 +176,21 @@ impl Stage {
         Ok(true)
     }
 
-    /// The message for a staging directory that disappeared under this part: another run of a
-    /// part committed the job meanwhile.
+    /// [`vanished`], for this part.
     fn vanished(&self, what: &str) -> String {
-        format!(
-            "cannot {what} in {}: the staging directory is gone, so another run of a part committed the job (or \
-             someone removed it) while this part ran; {} holds the result if the job committed",
-            self.dir.display(),
-            self.target.display()
-        )
+        vanished(&self.dir, &self.target, what)
     }
+}
+
+/// The message for a staging directory `dir` that disappeared while a part tried `what`: another
+/// run of a part committed the job to `target` meanwhile.
+fn vanished(dir: &Path, target: &Path, what: &str) -> String {
+    format!(
+        "cannot {what} in {}: the staging directory is gone, so another run of a part committed the job (or \
+         someone removed it) while this part ran; {} holds the result if the job committed",
+        dir.display(),
+        target.display()
+    )
 }
 
 /// Joins the job `job` (`description`) in the staging directory `dir`: `job.json` created if
@@ -275,7 +275,6 @@ fn differences(at: &str, theirs: &Value, ours: &Value) -> Vec<String> {
     match (theirs, ours) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-            keys.dedup();
             let mut seen = std::collections::BTreeSet::new();
             keys.retain(|k| seen.insert(*k));
             let key = |k: &str| if at.is_empty() { k.to_string() } else { format!("{at}.{k}") };

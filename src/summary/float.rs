@@ -82,9 +82,6 @@ impl FloatSum {
     /// elements (one more float64 division).
     pub(super) fn finish(&self) -> Summary {
         let finite = self.count - self.nan - self.posinf - self.neginf;
-        let exact_sum = ExactSum::of_buckets(&self.buckets);
-        let sum = exact_sum.rounded();
-        let mean = sum.filter(|_| finite > 0).map(|s| s / finite as f64);
         let (min, max) = match finite {
             0 => (None, None),
             // Zeros compare equal; -0.0 orders before +0.0, whichever was met first.
@@ -96,7 +93,7 @@ impl FloatSum {
         };
         let binades =
             (self.binades.iter().enumerate()).filter(|(_, &n)| n > 0).map(|(i, &n)| (i as i64 - 1023, n)).collect();
-        Summary {
+        let mut s = Summary {
             count: self.count,
             finite,
             nan: self.nan,
@@ -104,13 +101,15 @@ impl FloatSum {
             neginf: self.neginf,
             min,
             max,
-            sum: sum.map(Number::Float),
-            exact_sum,
-            mean,
+            sum: None,
+            exact_sum: ExactSum::of_buckets(&self.buckets),
+            mean: None,
             zero: self.zero,
             subnormal: self.subnormal,
             binades,
-        }
+        };
+        s.settle_float();
+        s
     }
 }
 

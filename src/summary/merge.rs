@@ -44,9 +44,7 @@ impl Summary {
     /// Sets `sum` and `mean` from the exact sum and the counts, as a finished accumulator does.
     pub(crate) fn settle(&mut self, float: bool) -> Result<()> {
         if float {
-            let sum = self.exact_sum.rounded();
-            self.sum = sum.map(Number::Float);
-            self.mean = sum.filter(|_| self.finite > 0).map(|s| s / self.finite as f64);
+            self.settle_float();
         } else {
             let exact = self.exact_sum.integer().ok_or_else(|| anyhow!("an integer sum that is not an integer"))?;
             let wide = WideInt::from_bigint(&exact).ok_or_else(|| anyhow!("an integer sum beyond 192 bits"))?;
@@ -54,6 +52,16 @@ impl Summary {
             self.mean = wide.div_rounded(self.count);
         }
         Ok(())
+    }
+}
+
+impl Summary {
+    /// Floats: the sum is the exact sum rounded once, the mean that sum over the finite elements
+    /// (one more float64 division). A finished accumulator and a merge both end here.
+    pub(crate) fn settle_float(&mut self) {
+        let sum = self.exact_sum.rounded();
+        self.sum = sum.map(Number::Float);
+        self.mean = sum.filter(|_| self.finite > 0).map(|s| s / self.finite as f64);
     }
 }
 
