@@ -54,6 +54,29 @@ impl Serialize for Summary {
     }
 }
 
+/// A float for text meant to be read (standard error, `compare`'s text): the shortest digits that
+/// read back as the same value, in plain notation between 1e-4 and 1e16 and in scientific
+/// notation outside it, as Python's `repr` does (`1e-45`, not 45 zeros). JSON keeps its own
+/// exact forms.
+pub(crate) fn float_text(x: f64) -> String {
+    let plain = x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs());
+    if plain {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// A summary's number (an extreme, a sum) for text: [`float_text`] for floats, every digit for
+/// integers.
+pub(crate) fn number_text(n: &Option<Number>) -> String {
+    match n {
+        None => "-".to_string(),
+        Some(Number::Float(x)) => float_text(*x),
+        Some(Number::Int(v)) => v.to_string(),
+    }
+}
+
 /// What a summary describes, for its short form.
 pub(crate) struct Label<'a> {
     /// What was summarised: `sqdiff`.
@@ -72,11 +95,7 @@ pub(crate) fn human(summary: &Summary, label: &Label) -> String {
 
 /// One member's result in one line: how many elements are not zero, the extremes and the mean.
 pub(crate) fn one_line(s: &Summary) -> String {
-    let num = |n: &Option<Number>| match n {
-        None => "-".to_string(),
-        Some(Number::Float(x)) => format!("{x}"),
-        Some(Number::Int(v)) => v.to_string(),
-    };
+    let num = number_text;
     format!(
         "{} of {} elements non-zero ({} NaN), min {}, max {}, mean {}",
         s.count - s.zero,
@@ -84,19 +103,15 @@ pub(crate) fn one_line(s: &Summary) -> String {
         s.nan,
         num(&s.min),
         num(&s.max),
-        s.mean.map_or("-".into(), |m| format!("{m}"))
+        s.mean.map_or("-".into(), float_text)
     )
 }
 
 /// [`human`], with the histogram only when `histogram` is set.
 pub(crate) fn human_part(summary: &Summary, label: &Label, histogram: bool) -> String {
     let s = summary;
-    let num = |n: &Option<Number>| match n {
-        None => "-".to_string(),
-        Some(Number::Float(x)) => format!("{x}"),
-        Some(Number::Int(v)) => v.to_string(),
-    };
-    let mean = s.mean.map_or("-".into(), |m| format!("{m}"));
+    let num = number_text;
+    let mean = s.mean.map_or("-".into(), float_text);
     let what = label.mean.map_or(String::new(), |name| format!(" ({name})"));
     let mut out = format!(
         "tensorop: stats of {} ({}, {} elements): {} finite, {} NaN, {} +inf, {} -inf\n  min {}  max {}  \
@@ -153,6 +168,21 @@ mod tests {
         let mut small = Accumulator::new(DType::I8);
         small.add(&[-3i8, 1]);
         assert_eq!(serde_json::to_string(&small.finish().sum).expect("json"), "-2");
+    }
+
+    #[test]
+    fn text_floats_are_shortest_and_scientific_outside_1e_minus_4_to_1e16() {
+        assert_eq!(float_text(1e-45), "1e-45");
+        assert_eq!(float_text(f64::from(f32::from_bits(1))), "1.401298464324817e-45");
+        assert_eq!(float_text(1e300), "1e300");
+        assert_eq!(float_text(-2.5e16), "-2.5e16");
+        assert_eq!(float_text(1.625), "1.625");
+        assert_eq!(float_text(0.0001), "0.0001");
+        assert_eq!(float_text(0.00009), "9e-5");
+        assert_eq!(float_text(-0.0), "-0");
+        assert_eq!(float_text(f64::NAN), "NaN");
+        assert_eq!(float_text(f64::NEG_INFINITY), "-inf");
+        assert_eq!(float_text(123456789.0), "123456789");
     }
 
     #[test]
