@@ -1,12 +1,14 @@
 //! Turns parsed arguments into a [`Config`]: paths, level, backend and modes resolved, usage
 //! rules that clap cannot express enforced. Nothing after this module sees clap; nothing in it
-//! touches a file.
+//! opens a file for its data: it only asks what the paths it was given name
+//! ([`crate::output::identity`]), so that a report never replaces an input or the result.
 
 use crate::backend::wgpu::WgpuTuning;
 use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
 use crate::op::{Op, Semantics};
+use crate::output::identity::{self, Named, Role};
 use crate::output::parts::PartSpec;
 use crate::output::{Destination, Writing, NAMED_TEMPFILES_ENV};
 use crate::progress::ProgressMode;
@@ -105,12 +107,10 @@ impl Config {
                     .into(),
             ));
         }
-        if let (Some(Destination::Path(r)), Destination::Path(o)) = (&report, &output) {
-            if r == o && !args.dry_run {
-                return Err(UsageError(format!(
-                    "the output and the report would both be written to {}; give them different paths",
-                    o.display()
-                )));
+        if let Some(Destination::Path(r)) = &report {
+            let roles = report_roles(&inputs, &output, args.dxdispatch.as_deref(), args.dry_run);
+            if let Some(msg) = identity::refuse_report_over(r, &roles) {
+                return Err(UsageError(msg));
             }
         }
         let part = args.part.as_deref().map(PartSpec::parse).transpose().map_err(UsageError)?;
@@ -174,6 +174,45 @@ impl Config {
     }
 }
 
+/// The paths a report must not replace: the inputs, and the result (the output, or the
+/// `--dxdispatch` directory and everything in it). A dry run writes no result, but its `-o`
+/// still names the user's result file, which a report must not replace either; standard output
+/// carries nothing in a dry run.
+fn report_roles<'a>(
+    inputs: &'a [Source; 2],
+    output: &'a Destination,
+    dxdispatch: Option<&'a std::path::Path>,
+    dry_run: bool,
+) -> Vec<Role<'a>> {
+    let mut roles: Vec<Role> = inputs
+        .iter()
+        .zip(["A", "B"])
+        .map(|(source, which)| match source {
+            Source::Stdin => {
+                Role { what: format!("input {which} (standard input)"), named: Named::Stdin, directory: false }
+            }
+            Source::Path(p) => {
+                Role { what: format!("input {which} ({})", p.display()), named: Named::Path(p), directory: false }
+            }
+        })
+        .collect();
+    roles.push(match (dxdispatch, output) {
+        (Some(dir), _) => Role {
+            what: format!("the --dxdispatch directory {}", dir.display()),
+            named: Named::Path(dir),
+            directory: true,
+        },
+        (None, Destination::Path(p)) => {
+            Role { what: format!("the result (-o {})", p.display()), named: Named::Path(p), directory: false }
+        }
+        (None, Destination::Stdout) if !dry_run => {
+            Role { what: "the result (standard output)".into(), named: Named::Stdout, directory: false }
+        }
+        (None, Destination::Stdout) => return roles,
+    });
+    roles
+}
+
 /// Whether standard output is a terminal.
 pub fn stdout_is_terminal() -> bool {
     std::io::stdout().is_terminal()
@@ -204,7 +243,7 @@ mod tests {
         assert!(config(&["a", "b", "--report", "-"], false).is_err());
         assert!(config(&["a", "b", "--report", "-", "-o", "c.npy"], false).is_ok());
         assert!(config(&["-", "-", "-o", "c"], false).is_err());
-        assert!(config(&["a", "b", "-o", "c", "--report", "c"], false).unwrap_err().0.contains("both"));
+        assert!(config(&["a", "b", "-o", "c", "--report", "c"], false).unwrap_err().0.contains("the result (-o c)"));
     }
 
     #[test]

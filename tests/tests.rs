@@ -22,6 +22,7 @@ mod kill;
 mod merge_stats;
 mod outputs;
 mod parts;
+mod paths;
 mod prop;
 mod report;
 mod results;

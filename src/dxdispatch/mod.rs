@@ -21,7 +21,7 @@ use crate::output::{Destination, Sink, Writing, NAMED_TEMPFILES_ENV};
 use crate::report::Tool;
 use anyhow::{anyhow, bail, Context, Result};
 use exec::DispatchReport;
-use model::{Command, Model, Paths};
+use model::{Command, Init, Model, Paths};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -66,6 +66,15 @@ enum Ending {
     Error(anyhow::Error),
 }
 
+/// Why a model stopped before running, not being an error.
+enum Stop {
+    /// A check failed: the failures, one per line (exit 3).
+    Invalid(String),
+    /// A usage error found once the model was read (exit 2, no report): `--report` naming one
+    /// of the model's files.
+    Usage(String),
+}
+
 /// `tensorop run`: returns the exit status (0, 1 runtime error or malformed model, 3 a check
 /// failed). Usage errors were refused by the caller. `print` commands write to standard output.
 pub fn run(args: &RunArgs) -> u8 {
@@ -88,7 +97,11 @@ pub fn run_to(args: &RunArgs, out: &mut dyn std::io::Write) -> u8 {
     let mut written = Vec::new();
     let ending = match run_model(args, writing, out, &mut dispatches, &mut written) {
         Ok(Ok(())) => Ending::Ok,
-        Ok(Err(msg)) => Ending::Invalid(msg),
+        Ok(Err(Stop::Invalid(msg))) => Ending::Invalid(msg),
+        Ok(Err(Stop::Usage(msg))) => {
+            eprintln!("tensorop: usage error: {msg}");
+            return 2;
+        }
         Err(e) if e.is::<crate::output::BrokenPipe>() => Ending::Ok,
         Err(e) => Ending::Error(e),
     };
@@ -149,16 +162,20 @@ fn backend_of(args: &RunArgs) -> BackendKind {
     }
 }
 
-/// Reads, checks and runs the model. `Ok(Err(msg))`: a check failed.
+/// Reads, checks and runs the model. `Ok(Err(stop))`: a check failed, or the report would
+/// replace one of the model's files.
 fn run_model(
     args: &RunArgs,
     writing: Writing,
     out: &mut dyn std::io::Write,
     dispatches: &mut Vec<DispatchReport>,
     written: &mut Vec<PathBuf>,
-) -> Result<std::result::Result<(), String>> {
+) -> Result<std::result::Result<(), Stop>> {
     let model_path = Path::new(&args.model);
     let model = load(model_path, args).with_context(|| format!("model {}", model_path.display()))?;
+    if let Some(msg) = report_clash(args, &model) {
+        return Ok(Err(Stop::Usage(msg)));
+    }
     *dispatches = exec::check_all(&model, args.feature_level);
     let failures: Vec<String> = dispatches
         .iter()
@@ -178,7 +195,7 @@ fn run_model(
                 "\nevery dispatch passes at feature level {oldest} and newer: use --feature-level {oldest}"
             ));
         }
-        return Ok(Err(msg));
+        return Ok(Err(Stop::Invalid(msg)));
     }
     preflight(&model, args.resource_limit)?;
     if args.dry_run {
@@ -210,6 +227,39 @@ fn run_model(
     *written = std::mem::take(&mut runner.written);
     result?;
     Ok(Ok(()))
+}
+
+/// Refuses a `--report` path that names the model, a file a resource reads, a file a
+/// `writeFile` writes, or the file standard output (where `print` writes) was redirected to.
+fn report_clash(args: &RunArgs, model: &Model) -> Option<String> {
+    use crate::output::identity::{refuse_report_over, Named, Role};
+    let report = match args.report.as_deref().map(Destination::parse) {
+        Some(Destination::Path(p)) => p,
+        _ => return None,
+    };
+    fn role(what: String, path: &Path) -> Role<'_> {
+        Role { what, named: Named::Path(path), directory: false }
+    }
+    let mut roles = vec![role(format!("the model ({})", args.model), Path::new(&args.model))];
+    for r in &model.resources {
+        if let Init::Npy(p) | Init::Raw(p) = &r.init {
+            roles.push(role(format!("resource '{}' ({})", r.name, p.display()), p));
+        }
+    }
+    for c in &model.commands {
+        if let Command::WriteFile { resource, target, .. } = c {
+            let name = &model.resources[*resource].name;
+            roles.push(role(format!("the writeFile of '{name}' ({})", target.display()), target));
+        }
+    }
+    if !args.dry_run {
+        roles.push(Role {
+            what: "standard output, where print writes,".into(),
+            named: Named::Stdout,
+            directory: false,
+        });
+    }
+    refuse_report_over(&report, &roles)
 }
 
 /// Reads and resolves the model file.

@@ -18,6 +18,7 @@
 //! the same target again removes ([`leftovers`]). The rules are in `docs/cli.md`,
 //! "Output targets", and `docs/reliability.md`.
 
+pub mod identity;
 pub mod leftovers;
 pub mod parts;
 pub mod target;

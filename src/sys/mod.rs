@@ -22,6 +22,11 @@ mod windows;
 #[cfg(windows)]
 pub use windows::*;
 
+/// The identity of a file: device and inode on Unix, volume serial number and file index on
+/// Windows. Two paths name the same file exactly when their keys are equal, however spelt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileKey(u64, u64);
+
 /// What a path names, as far as writing to it is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {

@@ -261,6 +261,31 @@ pub fn file_id(file: &File) -> Option<String> {
     Some(format!("{}:{}:{}", m.dev(), m.ino(), born.map_or(0, |d| d.as_nanos())))
 }
 
+/// The identity and metadata of the file `path` names, symbolic links followed (as opening it
+/// would follow them, `/proc/self/fd/N` included).
+pub fn key_of(path: &Path) -> io::Result<(super::FileKey, Metadata)> {
+    let m = std::fs::metadata(path)?;
+    Ok((super::FileKey(m.dev(), m.ino()), m))
+}
+
+/// The identity and metadata of the open file `file`.
+pub fn key_of_file(file: &File) -> io::Result<(super::FileKey, Metadata)> {
+    let m = file.metadata()?;
+    Ok((super::FileKey(m.dev(), m.ino()), m))
+}
+
+/// This process's standard input (`stdout` false) or output, as a file of its own (a duplicate
+/// descriptor); `None` where it is closed.
+pub fn std_stream(stdout: bool) -> Option<File> {
+    use std::os::fd::AsFd;
+    let fd = if stdout {
+        std::io::stdout().as_fd().try_clone_to_owned()
+    } else {
+        std::io::stdin().as_fd().try_clone_to_owned()
+    };
+    fd.ok().map(File::from)
+}
+
 /// Whether `path` still names the file `held` (device and inode; links not followed).
 pub fn same_file(held: &File, path: &Path) -> bool {
     match (held.metadata(), std::fs::symlink_metadata(path)) {

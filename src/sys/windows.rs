@@ -307,6 +307,34 @@ pub fn file_id(file: &File) -> Option<String> {
     identity(file).map(|(volume, high, low)| format!("{volume}:{high}:{low}"))
 }
 
+/// The identity and metadata of the file `path` names, symbolic links and junctions followed
+/// (as opening it would follow them); directories too.
+pub fn key_of(path: &Path) -> io::Result<(super::FileKey, Metadata)> {
+    let file = OpenOptions::new()
+        .access_mode(0)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)?;
+    key_of_file(&file)
+}
+
+/// The identity and metadata of the open file `file`.
+pub fn key_of_file(file: &File) -> io::Result<(super::FileKey, Metadata)> {
+    let (volume, high, low) = identity(file).ok_or_else(|| io::Error::other("the file has no identity to read"))?;
+    Ok((super::FileKey(u64::from(volume), u64::from(high) << 32 | u64::from(low)), file.metadata()?))
+}
+
+/// This process's standard input (`stdout` false) or output, as a file of its own (a duplicate
+/// handle); `None` where it is closed or not a handle.
+pub fn std_stream(stdout: bool) -> Option<File> {
+    let handle = if stdout {
+        std::io::stdout().as_handle().try_clone_to_owned()
+    } else {
+        std::io::stdin().as_handle().try_clone_to_owned()
+    };
+    handle.ok().map(File::from)
+}
+
 /// Whether `path` still names the file `held` (volume and file index; links not followed).
 pub fn same_file(held: &File, path: &Path) -> bool {
     let now = OpenOptions::new()
