@@ -270,23 +270,126 @@ fn markers_and_bytes_left_by_another_job_never_count() {
     assert_eq!(extra_files(&dir), BTreeSet::from(["out.npy".to_string()]));
 }
 
+/// The job's data file in the staging directory (`data.XXXXXX`, named by `job.json`).
+fn data_file(dir: &Dir) -> std::path::PathBuf {
+    let job: Value = serde_json::from_slice(&dir.read(".out.npy.tensorop-parts/job.json")).expect("job.json");
+    dir.path(".out.npy.tensorop-parts").join(job["data"].as_str().expect("job.json names its data file"))
+}
+
 #[test]
-fn a_part_counts_only_if_its_bytes_went_into_the_file_committed() {
+fn a_late_part_never_starts_a_second_data_file() {
     let dir = Dir::new();
     job(&dir, 10);
     run_part(&dir, 1, 2, &[]).ok();
-    // The data file replaced by another (as when a commit moved it away and a late duplicate
-    // started a new one): part 1's bytes are not in it, though its marker is still there.
-    let data = dir.path(".out.npy.tensorop-parts/data");
-    let size = std::fs::metadata(&data).expect("data").len() as usize;
-    // The old file lives on elsewhere, as a committed result does, so the new one is another.
-    std::fs::rename(&data, dir.path("old-data")).expect("move data");
-    dir.write(".out.npy.tensorop-parts/data", &vec![0u8; size]);
+    // The data file moved away, as a committing part's claim moves it: a part joining now must
+    // not create another under its name (whose committed result would lack part 1's bytes).
+    let data = data_file(&dir);
+    std::fs::rename(&data, dir.path("claimed")).expect("move data");
+    run_part(&dir, 2, 2, &[])
+        .expect_code(1)
+        .stderr_mentions("data file")
+        .stderr_mentions("another run of a part committed");
+    assert!(!data.exists() && !dir.exists("out.npy"), "a second data file, or a torn result");
+    // Given back (as a claim that could not commit gives it back), the job completes.
+    std::fs::rename(dir.path("claimed"), &data).expect("put data back");
+    run_part(&dir, 2, 2, &[]).ok();
+    assert!(dir.read("out.npy") == dir.read("whole.npy"), "the result after part 2 ran again");
+    assert_eq!(extra_files(&dir), BTreeSet::from(["out.npy".to_string()]));
+}
+
+#[test]
+fn a_marker_counts_only_for_the_data_file_it_names() {
+    let dir = Dir::new();
+    job(&dir, 10);
+    run_part(&dir, 1, 2, &[]).ok();
+    // Part 1's marker rewritten as a part of an earlier staging of the same job would have left
+    // it: naming another data file, whose bytes are not in this one.
+    let staging = dir.path(".out.npy.tensorop-parts");
+    let marker = std::fs::read_dir(&staging)
+        .expect("staging directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "done"))
+        .expect("part 1's marker");
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&marker).expect("marker")).expect("JSON");
+    record["data"] = "data.elsewhere".into();
+    std::fs::write(&marker, record.to_string()).expect("rewrite marker");
     run_part(&dir, 2, 2, &[]).ok();
     assert!(!dir.exists("out.npy"), "committed a file that part 1 never wrote into");
     assert_eq!(dir.report("r2.json")["part"]["committed"], false);
-    // Part 1 again, into this file: now every part's bytes are in it.
     run_part(&dir, 1, 2, &[]).ok();
     assert!(dir.read("out.npy") == dir.read("whole.npy"), "the result after part 1 ran again");
-    assert_eq!(extra_files(&dir), BTreeSet::from(["out.npy".to_string(), "old-data".to_string()]));
+    assert_eq!(extra_files(&dir), BTreeSet::from(["out.npy".to_string()]));
+}
+
+/// Two FUSE views (bindfs) of one directory, each with a device number of its own, as two NFS
+/// clients see one export; unmounted when dropped.
+struct Views {
+    mounts: Vec<std::path::PathBuf>,
+}
+
+impl Drop for Views {
+    fn drop(&mut self) {
+        for m in &self.mounts {
+            let _ = Command::new("fusermount").arg("-u").arg(m).status();
+        }
+    }
+}
+
+/// Mounts `views` bindfs views of `src` inside `dir`, or says why not (bindfs or FUSE missing,
+/// or not root); a failure where `TENSOROP_REQUIRE_FUSE=1`.
+fn bindfs_views(dir: &Dir, src: &std::path::Path, views: &[&str], test: &str) -> Option<Views> {
+    let why = if !cfg!(target_os = "linux") {
+        Some("FUSE views are tested on Linux")
+    } else if Command::new("bindfs").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        Some("bindfs is not installed (Debian package bindfs)")
+    } else if !std::path::Path::new("/dev/fuse").exists() {
+        Some("/dev/fuse is missing")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        skip(test, "TENSOROP_REQUIRE_FUSE", why);
+        return None;
+    }
+    let mut mounted = Views { mounts: Vec::new() };
+    for v in views {
+        let at = dir.path(v);
+        std::fs::create_dir(&at).expect("mount point");
+        let ok = Command::new("bindfs").arg(src).arg(&at).status().is_ok_and(|s| s.success());
+        if !ok {
+            skip(test, "TENSOROP_REQUIRE_FUSE", "bindfs could not mount (FUSE needs root or the fuse group)");
+            return None;
+        }
+        mounted.mounts.push(at);
+    }
+    Some(mounted)
+}
+
+#[test]
+fn parts_through_two_views_of_one_directory_commit_together() {
+    let test = "parts_through_two_views_of_one_directory_commit_together";
+    let dir = Dir::new();
+    job(&dir, 40);
+    let shared = dir.path("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    let Some(_views) = bindfs_views(&dir, &shared, &["view1", "view2"], test) else { return };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let dev = |v: &str| std::fs::metadata(dir.path(v)).expect("view").dev();
+        assert_ne!(dev("view1"), dev("view2"), "the two views must look like two machines' mounts");
+    }
+    // Parts 1 and 3 through one view, 2 and 4 through the other, as on two machines.
+    for k in [1u64, 2, 3, 4] {
+        let view = if k % 2 == 1 { "view1" } else { "view2" };
+        let out = format!("{view}/out.npy");
+        let args: Vec<String> = part_args(k, 4, &out);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        dir.run(&args).ok();
+        assert_eq!(dir.exists("shared/out.npy"), k == 4, "after part {k}");
+    }
+    assert!(dir.read("shared/out.npy") == dir.read("whole.npy"), "the parts' result differs from the single run's");
+    assert_eq!(dir.report("r4.json")["part"]["committed"], true);
+    let left: Vec<_> = std::fs::read_dir(&shared).expect("shared").map(|e| e.expect("entry").file_name()).collect();
+    assert_eq!(left, ["out.npy"], "the staging directory was left behind");
 }

@@ -4,16 +4,25 @@
 //!
 //! - Beside the target `NAME` sits the staging directory `.NAME.tensorop-parts`, holding
 //!   `job.json` (what the job is: operator, inputs, output dtype and shape, part count, and its
-//!   digest), `data` (the whole result file, header included, each part writing its own range)
-//!   and one marker `part-K-of-N-JOB.done` per finished part (`JOB` the job's digest).
-//! - The first part creates `job.json` atomically (a hard link, which never replaces); every
-//!   other part compares its own job with it and refuses, naming the differences, when they
-//!   disagree.
+//!   digest; and the name of the data file), the data file `data.XXXXXX` (the whole result
+//!   file, header included, each part writing its own range) and one marker
+//!   `part-K-of-N-JOB.done` per finished part (`JOB` the job's digest).
+//! - The first part creates the data file under a new random name, then publishes `job.json`
+//!   naming it, atomically (a hard link, which never replaces). The data file is created only
+//!   there, before `job.json` exists, so its name names one file for the life of the job: no
+//!   later part can create another under it. Every other part compares its own job with
+//!   `job.json`, refusing, naming the differences, when they disagree, and opens the data file
+//!   it names, never creating it.
 //! - A part writes its bytes at their offsets, closes the file (flushing it to storage first with
-//!   `--fsync`), and only then creates its marker, atomically (a rename).
-//! - The part that then finds all N markers claims `data` (renames it to a name of its own),
-//!   checks that every marker records this very file's identity, renames it over the target
-//!   (one atomic rename) and removes the staging directory.
+//!   `--fsync`), and only then creates its marker, atomically (a rename), recording the data
+//!   file's name.
+//! - The part that then finds all N markers claims the data file (renames it to a name of its
+//!   own), checks that every marker records that name, renames it over the target (one atomic
+//!   rename) and removes the staging directory.
+//!
+//! Names, unlike device and inode numbers, read the same on every machine that shares the
+//! filesystem (NFS clients number their mounts themselves), so parts on different machines
+//! commit together.
 //!
 //! Running a part again (a retry, a duplicate) rewrites the same bytes and the same marker; a
 //! killed part leaves no marker, so its range is not counted until it runs again. Whatever
@@ -65,9 +74,9 @@ pub struct Stage {
     spec: PartSpec,
     /// The job's digest, as `job.json` and the report hold it.
     pub job: String,
-    /// The identity of the `data` file this part writes into (device and inode, or volume and
-    /// file index), which its marker records.
-    data_id: String,
+    /// The name of the data file this part writes into, which `job.json` published and its
+    /// marker records.
+    data_name: String,
 }
 
 /// The staging directory's name beside `target`.
@@ -78,10 +87,9 @@ pub fn staging_dir(target: &Path) -> PathBuf {
 
 impl Stage {
     /// Joins (or starts) the job `description` of the target `target` as part `spec`: the
-    /// staging directory and `job.json` are created if missing, or checked against this part's
-    /// job; `data` is created at its full size (`bytes`) if missing. Returns the stage and the
-    /// file to write the part into (the header is written by the caller, like any part's
-    /// bytes).
+    /// staging directory, the data file (at its full size, `bytes`) and `job.json` are created
+    /// if missing, or checked against this part's job. Returns the stage and the file to write
+    /// the part into (the header is written by the caller, like any part's bytes).
     pub fn join(target: &Path, spec: PartSpec, description: Value, bytes: u64) -> Result<(Stage, File)> {
         let dir = staging_dir(target);
         match fs::create_dir(&dir) {
@@ -90,11 +98,8 @@ impl Stage {
             Err(e) => return Err(e).with_context(|| format!("cannot create the staging directory {}", dir.display())),
         }
         let job = digest(&description);
-        match enter(&dir, spec, &job, description, bytes) {
-            Ok(file) => {
-                let data_id = sys::file_id(&file).unwrap_or_default();
-                Ok((Stage { dir, target: target.to_path_buf(), spec, job, data_id }, file))
-            }
+        match enter(&dir, target, spec, &job, description, bytes) {
+            Ok((data_name, file)) => Ok((Stage { dir, target: target.to_path_buf(), spec, job, data_name }, file)),
             // Removed while this part joined: a part that committed the job cleans it up.
             Err(e) if !dir.join("job.json").exists() => Err(e.context(vanished(&dir, target, "join the job"))),
             Err(e) => Err(e),
@@ -107,7 +112,7 @@ impl Stage {
     pub fn finish(self, durable: bool) -> Result<bool> {
         let marker = self.dir.join(marker_name(self.spec.index, self.spec.count, &self.job));
         let record = serde_json::json!({
-            "job": self.job, "part": self.spec.index, "of": self.spec.count, "data": self.data_id,
+            "job": self.job, "part": self.spec.index, "of": self.spec.count, "data": self.data_name,
         });
         let mut tmp = tempfile::Builder::new()
             .prefix(".marker.")
@@ -123,8 +128,9 @@ impl Stage {
         }
         // Claim the data file under a name of this part's own, so that no other part renames
         // it meanwhile, then check that every marker names this very file: a part counts only
-        // if its bytes went into the file being committed.
-        let data = self.dir.join("data");
+        // if its bytes went into the file being committed. The name names one file only (see
+        // the module's documentation), so equal names are the same file on every machine.
+        let data = self.dir.join(&self.data_name);
         let claimed = self.dir.join(format!(".claim.{}.{}", std::process::id(), self.spec.index));
         match fs::rename(&data, &claimed) {
             Ok(()) => {}
@@ -144,10 +150,9 @@ impl Stage {
                 return Err(e).with_context(|| format!("cannot open {}", claimed.display()));
             }
         };
-        let id = sys::file_id(&file).unwrap_or_default();
         let names_it = |m: &PathBuf| {
             let record: Option<Value> = fs::read(m).ok().and_then(|t| serde_json::from_slice(&t).ok());
-            record.is_some_and(|r| r["data"].as_str() == Some(id.as_str()))
+            record.is_some_and(|r| r["data"].as_str() == Some(self.data_name.as_str()))
         };
         if !markers.iter().all(names_it) {
             // Parts of another data file: put it back for whoever writes into it.
@@ -182,59 +187,94 @@ impl Stage {
     }
 }
 
-/// The message for a staging directory `dir` that disappeared while a part tried `what`: another
-/// run of a part committed the job to `target` meanwhile.
+/// The message for a staging directory `dir`, or the data file in it, that disappeared while a
+/// part tried `what`: another run of a part committed the job to `target` meanwhile.
 fn vanished(dir: &Path, target: &Path, what: &str) -> String {
     format!(
-        "cannot {what} in {}: the staging directory is gone, so another run of a part committed the job (or \
-         someone removed it) while this part ran; {} holds the result if the job committed",
+        "cannot {what} in {}: it is gone, so another run of a part committed the job (or someone removed it) \
+         while this part ran; {} holds the result if the job committed",
         dir.display(),
         target.display()
     )
 }
 
-/// Joins the job `job` (`description`) in the staging directory `dir`: `job.json` created if
-/// missing, or compared; `data` created at its full size (`bytes`) if missing. Returns `data`,
-/// open for writing.
-fn enter(dir: &Path, spec: PartSpec, job: &str, description: Value, bytes: u64) -> Result<File> {
+/// Joins the job `job` (`description`) of `target` in the staging directory `dir`: the data file and
+/// `job.json` naming it are created if `job.json` is missing, else the job is compared with it
+/// and the data file it names opened. Returns the data file's name and the file, open for
+/// writing, `bytes` long.
+fn enter(
+    dir: &Path,
+    target: &Path,
+    spec: PartSpec,
+    job: &str,
+    description: Value,
+    bytes: u64,
+) -> Result<(String, File)> {
     let dir_label = dir.display().to_string();
-    let staged = serde_json::json!({ "job": job, "description": description });
     let job_path = dir.join("job.json");
-    if !publish_once(dir, &job_path, &staged)? {
-        let text = fs::read(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
-        let theirs: Value = serde_json::from_slice(&text)
-            .with_context(|| format!("{} is not a tensorop job; remove {dir_label}", job_path.display()))?;
-        let differences = differences("", &theirs["description"], &staged["description"]);
-        if !differences.is_empty() {
-            bail!(
-                "part {}/{} disagrees with the job already staged in {dir_label} by other parts:\n  {}\nParts of \
-                 one job must be given the same inputs, operator and options and the same N; if the staged job \
-                 is stale (its inputs changed since), remove {dir_label} and run every part again",
-                spec.index,
-                spec.count,
-                differences.join("\n  ")
-            );
+    if !job_path.exists() {
+        let (name, file) = new_data_file(dir, bytes)?;
+        let staged = serde_json::json!({ "job": job, "description": description, "data": name });
+        if publish_once(dir, &job_path, &staged)? {
+            return Ok((name, file));
         }
+        // Another part published first: its data file is the job's.
+        drop(file);
+        let _ = fs::remove_file(dir.join(&name));
     }
-    let data = dir.join("data");
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&data)
-        .with_context(|| format!("cannot open {}", data.display()))?;
+    let text = fs::read(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
+    let theirs: Value = serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a tensorop job; remove {dir_label}", job_path.display()))?;
+    let differences = differences("", &theirs["description"], &description);
+    if !differences.is_empty() {
+        bail!(
+            "part {}/{} disagrees with the job already staged in {dir_label} by other parts:\n  {}\nParts of \
+             one job must be given the same inputs, operator and options and the same N; if the staged job \
+             is stale (its inputs changed since), remove {dir_label} and run every part again",
+            spec.index,
+            spec.count,
+            differences.join("\n  ")
+        );
+    }
+    let name = match theirs["data"].as_str() {
+        Some(n) if n.starts_with("data.") && !n.contains(['/', '\\']) => n.to_string(),
+        _ => bail!(
+            "{} names no data file (staged by an older tensorop?); remove {dir_label} and run every part again",
+            job_path.display()
+        ),
+    };
+    let data = dir.join(&name);
+    let file = match OpenOptions::new().read(true).write(true).open(&data) {
+        Ok(file) => file,
+        // Claimed by a part committing the job: only the first part ever creates it.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(e).context(vanished(dir, target, &format!("open the job's data file {name}")))
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot open {}", data.display())),
+    };
     let len = file.metadata().with_context(|| format!("cannot inspect {}", data.display()))?.len();
     if len != bytes {
-        if len > bytes {
-            bail!("{} holds {len} bytes, more than this job's {bytes}; remove {dir_label}", data.display());
-        }
-        if len == 0 {
-            crate::pipeline::check_free_space(&data.display().to_string(), dir, bytes)?;
-        }
-        file.set_len(bytes).with_context(|| format!("cannot size {} to {bytes} bytes", data.display()))?;
+        bail!(
+            "{} holds {len} bytes, not this job's {bytes}; remove {dir_label} and run every part again",
+            data.display()
+        );
     }
-    Ok(file)
+    Ok((name, file))
+}
+
+/// Creates the job's data file in `dir` under a new random name (`data.XXXXXX`), `bytes` long
+/// (sparse where the filesystem allows). Returns its name and the file, open for writing.
+fn new_data_file(dir: &Path, bytes: u64) -> Result<(String, File)> {
+    crate::pipeline::check_free_space(&dir.join("data").display().to_string(), dir, bytes)?;
+    // Created as any new file is (not private, as temporary files are): it becomes the result.
+    let tmp = tempfile::Builder::new()
+        .prefix("data.")
+        .make_in(dir, |path| OpenOptions::new().read(true).write(true).create_new(true).open(path))
+        .with_context(|| format!("cannot create the data file in {}", dir.display()))?;
+    tmp.as_file().set_len(bytes).with_context(|| format!("cannot size {} to {bytes} bytes", tmp.path().display()))?;
+    let (file, path) = tmp.keep().map_err(|e| e.error).context("cannot keep the data file")?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok((name, file))
 }
 
 /// `part-K-of-N-JOB.done`: the job's digest in the name, so that only this job's markers count,

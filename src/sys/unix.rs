@@ -252,15 +252,6 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
 }
 
-/// The identity of the open file `file` (device, inode and, where the filesystem keeps it, the
-/// creation time, which tells a file from a later one that reuses its inode), as text; `None`
-/// where it cannot be read.
-pub fn file_id(file: &File) -> Option<String> {
-    let m = file.metadata().ok()?;
-    let born = m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    Some(format!("{}:{}:{}", m.dev(), m.ino(), born.map_or(0, |d| d.as_nanos())))
-}
-
 /// The identity and metadata of the file `path` names, symbolic links followed (as opening it
 /// would follow them, `/proc/self/fd/N` included).
 pub fn key_of(path: &Path) -> io::Result<(super::FileKey, Metadata)> {

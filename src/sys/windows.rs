@@ -300,13 +300,6 @@ fn identity(file: &File) -> Option<(u32, u32, u32)> {
     Some((info.dwVolumeSerialNumber, info.nFileIndexHigh, info.nFileIndexLow))
 }
 
-/// The identity of the open file `file` (volume serial number and file index; NTFS's index holds
-/// a sequence number, so a later file is not given the same one), as text; `None` where it cannot
-/// be read.
-pub fn file_id(file: &File) -> Option<String> {
-    identity(file).map(|(volume, high, low)| format!("{volume}:{high}:{low}"))
-}
-
 /// The identity and metadata of the file `path` names, symbolic links and junctions followed
 /// (as opening it would follow them); directories too.
 pub fn key_of(path: &Path) -> io::Result<(super::FileKey, Metadata)> {
