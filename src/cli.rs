@@ -195,6 +195,9 @@ pub struct RunArgs {
     /// CPU worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Nothing on standard error but errors (not even the files writeFile wrote)
+    #[arg(short, long)]
+    pub quiet: bool,
     /// The most bytes the model's resources may take together (they are held in temporary
     /// files); a model asking for more is refused before anything is made
     #[arg(long, value_name = "BYTES", default_value_t = crate::dxdispatch::DEFAULT_RESOURCE_LIMIT)]

@@ -8,7 +8,7 @@ use crate::backend::BackendKind;
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
 use crate::op::{Op, Semantics};
-use crate::output::identity::{self, Named, Role};
+use crate::output::identity::{self, Named, Role, Use};
 use crate::output::parts::PartSpec;
 use crate::output::{Destination, Writing, NAMED_TEMPFILES_ENV};
 use crate::progress::ProgressMode;
@@ -91,11 +91,16 @@ impl Config {
             (_, Some(dir)) => Destination::Path(dir.join(crate::dxdispatch::export::EXPECTED)),
             (Some(p), None) => Destination::parse(p),
             (None, None) if stdout_is_terminal && !args.dry_run => {
-                return Err(UsageError(
+                let null = if cfg!(windows) { "NUL" } else { "/dev/null" };
+                let alone = if args.stats {
+                    format!("; for the statistics alone, keep no result: -o {null}")
+                } else {
+                    String::new()
+                };
+                return Err(UsageError(format!(
                     "refusing to write binary .npy data to a terminal; give an output path with -o OUT.npy \
-                     (or pipe the output, or use -o - to force standard output)"
-                        .into(),
-                ))
+                     (or pipe the output, or use -o - to force standard output){alone}"
+                )));
             }
             (None, None) => Destination::Stdout,
         };
@@ -189,10 +194,10 @@ fn report_roles<'a>(
         .zip(["A", "B"])
         .map(|(source, which)| match source {
             Source::Stdin => {
-                Role { what: format!("input {which} (standard input)"), named: Named::Stdin, directory: false }
+                Role { what: format!("input {which} (standard input)"), named: Named::Stdin, used: Use::Read }
             }
             Source::Path(p) => {
-                Role { what: format!("input {which} ({})", p.display()), named: Named::Path(p), directory: false }
+                Role { what: format!("input {which} ({})", p.display()), named: Named::Path(p), used: Use::Read }
             }
         })
         .collect();
@@ -200,13 +205,13 @@ fn report_roles<'a>(
         (Some(dir), _) => Role {
             what: format!("the --dxdispatch directory {}", dir.display()),
             named: Named::Path(dir),
-            directory: true,
+            used: Use::Directory,
         },
         (None, Destination::Path(p)) => {
-            Role { what: format!("the result (-o {})", p.display()), named: Named::Path(p), directory: false }
+            Role { what: format!("the result (-o {})", p.display()), named: Named::Path(p), used: Use::Write }
         }
         (None, Destination::Stdout) if !dry_run => {
-            Role { what: "the result (standard output)".into(), named: Named::Stdout, directory: false }
+            Role { what: "the result (standard output)".into(), named: Named::Stdout, used: Use::Write }
         }
         (None, Destination::Stdout) => return roles,
     });
@@ -236,6 +241,8 @@ mod tests {
         assert!(config(&["a", "b"], true).unwrap_err().0.contains("-o OUT.npy"));
         assert_eq!(config(&["a", "b", "-o", "-"], true).unwrap().output, Destination::Stdout);
         assert!(config(&["a", "b", "--dry-run"], true).is_ok());
+        let stats = config(&["a", "b", "--stats"], true).unwrap_err().0;
+        assert!(stats.contains("for the statistics alone, keep no result: -o "), "{stats}");
     }
 
     #[test]

@@ -87,7 +87,7 @@ fn datatype_supported_refusal() {
         &["-f", "5_0"],
         &[
             "datatype_supported: A (a.npy) is int8, which sub at feature level 5_0 (support row 4_1) does not \
-             support; it accepts float32 float16 int64 int32 uint64 uint32. use --feature-level 5_1 or newer, or \
+             support; it accepts float32 float16 int64 int32 uint64 uint32. Use --feature-level 5_1 or newer, or \
              convert the inputs",
             "these inputs pass at feature level 5_1 and newer: use --feature-level 5_1",
         ],

@@ -39,7 +39,14 @@ fn interrupt_once_writing(signal: &str, expected: i32, named: bool) {
     assert!(sent.success());
     let out = child.wait_with_output().expect("wait for tensorop");
     assert_eq!(out.status.code(), Some(expected), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    // Named as users know signals: `interrupted by SIGINT (Ctrl-C)`, not `signal 2`.
+    let name = match signal {
+        "-INT" => "SIGINT (Ctrl-C)",
+        "-TERM" => "SIGTERM",
+        _ => "SIGHUP",
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("interrupted by {name}; no output was written")), "{stderr}");
     let left: Vec<String> = dir.listing().into_iter().filter(|n| !n.ends_with(".npy")).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert_eq!(dir.read("out.npy"), b"previous result", "the old output was touched");

@@ -426,7 +426,7 @@ fn a_closed_descriptor_is_an_error() {
 fn output_and_report_to_one_path_is_a_usage_error() {
     let case = Case::new();
     let d = &case.dir;
-    d.run(&["sub", "a.npy", "b.npy", "-o", "x", "--report", "x"]).expect_code(2).stderr_mentions("different");
+    d.run(&["sub", "a.npy", "b.npy", "-o", "x", "--report", "x"]).expect_code(2).stderr_mentions("the result (-o x)");
     assert!(!d.exists("x"));
     // Writing both to one descriptor after another is allowed (the report follows the output).
     let (code, err) = {

@@ -20,6 +20,7 @@ mod fuzz_regressions;
 mod inputs;
 mod kill;
 mod merge_stats;
+mod messages;
 mod outputs;
 mod parts;
 mod paths;

@@ -46,6 +46,19 @@ pub enum Exported {
     Refused(String),
 }
 
+/// A failed validation's message for `--dxdispatch`, whose job must be a DirectML one: the hint
+/// to use `--feature-level none`, which `--dxdispatch` refuses, becomes what the user can do.
+fn for_directml(msg: String) -> String {
+    match msg.strip_suffix(crate::spec::checks::ONLY_NONE_HINT) {
+        Some(rest) => format!(
+            "{rest}no DirectML feature level accepts these inputs, so DxDispatch cannot run them; convert the inputs \
+             to a dtype DirectML supports for this operator, or drop --dxdispatch and compute them with \
+             --feature-level none"
+        ),
+        None => msg,
+    }
+}
+
 /// Runs `cfg` (whose `dxdispatch` is `dir`) and writes the repro into `dir`.
 pub fn run(cfg: &Config, dir: &Path) -> Exported {
     match prepare(dir) {
@@ -56,7 +69,7 @@ pub fn run(cfg: &Config, dir: &Path) -> Exported {
                 Some(Stage { dir: tmp.path().to_path_buf(), final_output: dir.join(EXPECTED).display().to_string() });
             match pipeline::run(&staged) {
                 Outcome::Ok => {}
-                Outcome::Invalid(msg) => return Exported::Refused(msg),
+                Outcome::Invalid(msg) => return Exported::Refused(for_directml(msg)),
                 other => return Exported::Done(other),
             }
             let done = finish(tmp, dir, cfg.writing.durable);

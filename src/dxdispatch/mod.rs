@@ -111,6 +111,11 @@ pub fn run_to(args: &RunArgs, out: &mut dyn std::io::Write) -> u8 {
         Ending::Error(e) => (crate::report::RunStatus::Error, Some(format!("{e:#}")), 1),
     };
     match &ending {
+        Ending::Ok if !args.quiet => {
+            for p in &written {
+                eprintln!("tensorop: wrote {}", p.display());
+            }
+        }
         Ending::Ok => {}
         Ending::Invalid(m) => {
             eprintln!("tensorop: validation failed (nothing was run or written):");
@@ -232,31 +237,31 @@ fn run_model(
 /// Refuses a `--report` path that names the model, a file a resource reads, a file a
 /// `writeFile` writes, or the file standard output (where `print` writes) was redirected to.
 fn report_clash(args: &RunArgs, model: &Model) -> Option<String> {
-    use crate::output::identity::{refuse_report_over, Named, Role};
+    use crate::output::identity::{refuse_report_over, Named, Role, Use};
     let report = match args.report.as_deref().map(Destination::parse) {
         Some(Destination::Path(p)) => p,
         _ => return None,
     };
-    fn role(what: String, path: &Path) -> Role<'_> {
-        Role { what, named: Named::Path(path), directory: false }
+    fn role(what: String, path: &Path, used: Use) -> Role<'_> {
+        Role { what, named: Named::Path(path), used }
     }
-    let mut roles = vec![role(format!("the model ({})", args.model), Path::new(&args.model))];
+    let mut roles = vec![role(format!("the model ({})", args.model), Path::new(&args.model), Use::Read)];
     for r in &model.resources {
         if let Init::Npy(p) | Init::Raw(p) = &r.init {
-            roles.push(role(format!("resource '{}' ({})", r.name, p.display()), p));
+            roles.push(role(format!("resource '{}' ({})", r.name, p.display()), p, Use::Read));
         }
     }
     for c in &model.commands {
         if let Command::WriteFile { resource, target, .. } = c {
             let name = &model.resources[*resource].name;
-            roles.push(role(format!("the writeFile of '{name}' ({})", target.display()), target));
+            roles.push(role(format!("the writeFile of '{name}' ({})", target.display()), target, Use::Write));
         }
     }
     if !args.dry_run {
         roles.push(Role {
             what: "standard output, where print writes,".into(),
             named: Named::Stdout,
-            directory: false,
+            used: Use::Write,
         });
     }
     refuse_report_over(&report, &roles)

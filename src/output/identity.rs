@@ -121,26 +121,50 @@ fn fold(name: &std::ffi::OsStr) -> OsString {
     }
 }
 
+/// How a run uses a path, for [`refuse_report_over`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Read: an input, a model, a model's source file.
+    Read,
+    /// Written: the result, a model's `writeFile` target.
+    Write,
+    /// A directory whose contents are the result (`--dxdispatch DIR`): a report anywhere inside
+    /// it is refused too.
+    Directory,
+}
+
 /// A role a path plays in a run, for [`refuse_report_over`]: what it is, with how it was given
-/// (`input A (a.npy)`, `the result (-o x.npy)`), and what it names.
+/// (`input A (a.npy)`, `the result (-o x.npy)`), what it names and how the run uses it.
 pub struct Role<'a> {
     pub what: String,
     pub named: Named<'a>,
-    /// A directory whose contents are the result (`--dxdispatch DIR`): a report anywhere inside
-    /// it is refused too.
-    pub directory: bool,
+    pub used: Use,
 }
 
-/// Refuses a report at `report` (`--report PATH`) that would replace, or be written into, any
-/// of `roles`: the usage error's text, naming both, or `None`.
+/// Whether writing to `named` continues a stream in order (standard output, or a descriptor
+/// path such as `/dev/fd/1`, written at the descriptor's offset) rather than replacing a file.
+fn in_order(named: Named) -> bool {
+    match named {
+        Named::Stdout => true,
+        Named::Stdin => false,
+        Named::Path(p) => sys::own_descriptor(p).is_some(),
+    }
+}
+
+/// Refuses a report at `report` (`--report PATH`) that would replace, write into, or be written
+/// into any of `roles`: the usage error's text, naming both, or `None`. A report and a result
+/// written one after the other into one stream (`-o /dev/fd/1 --report /proc/self/fd/1`) replace
+/// nothing, and are allowed.
 pub fn refuse_report_over(report: &Path, roles: &[Role]) -> Option<String> {
     let ours = PathId::of(report);
+    let report_in_order = in_order(Named::Path(report));
     roles.iter().find_map(|role| {
         let theirs = PathId::of_named(role.named);
-        let (clash, how, verb) = if role.directory {
-            (theirs.holds(report), "lies inside", "be written into")
-        } else {
-            (ours.clashes_with(&theirs), "names the same file as", "replace")
+        let (clash, how, verb) = match role.used {
+            Use::Directory => (theirs.holds(report), "lies inside", "be written into"),
+            Use::Write if report_in_order && in_order(role.named) => (false, "", ""),
+            Use::Read if report_in_order => (ours.clashes_with(&theirs), "names the same file as", "write into"),
+            Use::Read | Use::Write => (ours.clashes_with(&theirs), "names the same file as", "replace"),
         };
         clash.then(|| {
             format!(
@@ -218,7 +242,7 @@ mod tests {
         let a = d.path().join("a.npy");
         std::fs::write(&a, b"a").expect("write");
         let spelt = d.path().join(".").join("a.npy");
-        let roles = [Role { what: "input A (a.npy)".into(), named: Named::Path(&a), directory: false }];
+        let roles = [Role { what: "input A (a.npy)".into(), named: Named::Path(&a), used: Use::Read }];
         let msg = refuse_report_over(&spelt, &roles).expect("refused");
         assert!(msg.contains("names the same file as input A (a.npy), so the report would replace it"), "{msg}");
         assert!(msg.starts_with(&format!("--report {}", spelt.display())), "{msg}");

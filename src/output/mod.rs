@@ -58,6 +58,26 @@ impl Destination {
     }
 }
 
+/// The error for a temporary file that could not be made in `dir` beside `target`: the system's
+/// reason without the temporary file's random name, and for a directory without write
+/// permission, why that matters and the fix.
+fn cannot_create_beside(target: &Path, dir: &Path, e: io::Error) -> anyhow::Error {
+    // tempfile appends the temporary file's random path to the system's message: drop it.
+    let text = e.to_string();
+    let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        anyhow::anyhow!(
+            "no permission to create files in the directory {} ({reason}); tensorop writes {} beside it and \
+             renames it into place, so replacing or creating a file needs write permission on its directory: make \
+             the directory writable, or give a path in a writable directory",
+            dir.display(),
+            target.file_name().map_or(target.display().to_string(), |n| n.to_string_lossy().into_owned())
+        )
+    } else {
+        anyhow::anyhow!("cannot create a temporary file for {} in {} ({reason})", target.display(), dir.display())
+    }
+}
+
 /// Temporary files not yet committed or dropped.
 static PENDING: Mutex<Vec<(PathBuf, Kind)>> = Mutex::new(Vec::new());
 
@@ -244,9 +264,7 @@ impl Sink {
         if let Some(permissions) = sys::new_file_permissions(existing) {
             builder.permissions(permissions);
         }
-        let tmp = builder
-            .tempfile_in(&dir)
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        let tmp = builder.tempfile_in(&dir).map_err(|e| cannot_create_beside(&target, &dir, e))?;
         like_existing(tmp.as_file());
         leftovers::hold(tmp.as_file());
         let _pending = Pending::new(tmp.path());
@@ -398,6 +416,19 @@ mod tests {
 
     fn open(p: &Path) -> Result<Sink> {
         Sink::open(&Destination::Path(p.to_path_buf()), Writing::default())
+    }
+
+    #[test]
+    fn a_directory_without_write_permission_is_named_with_the_fix() {
+        let denied =
+            io::Error::new(io::ErrorKind::PermissionDenied, "Permission denied (os error 13) at path \"/d/.x\"");
+        let msg = cannot_create_beside(Path::new("ro/x.npy"), Path::new("ro"), denied).to_string();
+        assert!(msg.starts_with("no permission to create files in the directory ro (Permission denied (os error 13))"));
+        assert!(msg.contains("needs write permission on its directory") && !msg.contains("/d/.x"), "{msg}");
+        let full =
+            io::Error::new(io::ErrorKind::StorageFull, "No space left on device (os error 28) at path \"/d/.x\"");
+        let msg = cannot_create_beside(Path::new("x.npy"), Path::new("."), full).to_string();
+        assert_eq!(msg, "cannot create a temporary file for x.npy in . (No space left on device (os error 28))");
     }
 
     fn names(dir: &Path) -> Vec<String> {

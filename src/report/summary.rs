@@ -77,6 +77,14 @@ pub(crate) fn number_text(n: &Option<Number>) -> String {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: `1 element`, `3 elements`.
+pub(crate) fn counted(n: impl Into<u128>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// What a summary describes, for its short form.
 pub(crate) struct Label<'a> {
     /// What was summarised: `sqdiff`.
@@ -97,9 +105,9 @@ pub(crate) fn human(summary: &Summary, label: &Label) -> String {
 pub(crate) fn one_line(s: &Summary) -> String {
     let num = number_text;
     format!(
-        "{} of {} elements non-zero ({} NaN), min {}, max {}, mean {}",
+        "{} of {} non-zero ({} NaN), min {}, max {}, mean {}",
         s.count - s.zero,
-        s.count,
+        counted(s.count, "element"),
         s.nan,
         num(&s.min),
         num(&s.max),
@@ -114,11 +122,11 @@ pub(crate) fn human_part(summary: &Summary, label: &Label, histogram: bool) -> S
     let mean = s.mean.map_or("-".into(), float_text);
     let what = label.mean.map_or(String::new(), |name| format!(" ({name})"));
     let mut out = format!(
-        "tensorop: stats of {} ({}, {} elements): {} finite, {} NaN, {} +inf, {} -inf\n  min {}  max {}  \
+        "tensorop: stats of {} ({}, {}): {} finite, {} NaN, {} +inf, {} -inf\n  min {}  max {}  \
          sum {}  mean {mean}{what}\n",
         label.of,
         label.dtype,
-        s.count,
+        counted(s.count, "element"),
         s.finite,
         s.nan,
         s.posinf,

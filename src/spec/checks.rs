@@ -146,15 +146,18 @@ impl Validation {
     pub fn hint(&self) -> String {
         match (self.minimum_level, self.none_accepts) {
             (Some(l), _) => format!("these inputs pass at feature level {l} and newer: use --feature-level {l}"),
-            (None, true) => "no DirectML feature level accepts these inputs; --feature-level none does: use \
-                             --feature-level none"
-                .into(),
+            (None, true) => ONLY_NONE_HINT.into(),
             (None, false) => {
                 "no DirectML feature level accepts these inputs, and neither does --feature-level none".into()
             }
         }
     }
 }
+
+/// [`Validation::hint`] where no DirectML level accepts the inputs but `--feature-level none`
+/// does.
+pub const ONLY_NONE_HINT: &str =
+    "no DirectML feature level accepts these inputs; --feature-level none does: use --feature-level none";
 
 /// The largest output element count DirectML buffer tensors allow.
 pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
@@ -428,7 +431,7 @@ impl fmt::Display for NoRow {
 impl fmt::Display for DtypeFix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DtypeFix::Level(l) => write!(f, "use --feature-level {l} or newer, or convert the inputs"),
+            DtypeFix::Level(l) => write!(f, "Use --feature-level {l} or newer, or convert the inputs"),
             DtypeFix::Never { dtype: DType::BF16, .. } => write!(
                 f,
                 "DirectML has no bfloat16 tensor type at any feature level: use --feature-level none, or convert \
@@ -558,7 +561,13 @@ impl fmt::Display for Elements<'_> {
         match self {
             Elements::Unlimited => f.write_str("--feature-level none: no DirectML element limit"),
             Elements::NoShape => f.write_str("skipped: the shapes have no common output shape"),
-            Elements::Within { count } => write!(f, "the output has {count} elements (limit {MAX_ELEMENTS})"),
+            Elements::Within { count } => {
+                write!(
+                    f,
+                    "the output has {} (limit {MAX_ELEMENTS})",
+                    crate::report::summary::counted(*count, "element")
+                )
+            }
             Elements::Over { out, count } => {
                 let (out, count) = (fmt_shape(out), count.map_or("over 2^64".into(), |n| n.to_string()));
                 write!(
@@ -1207,7 +1216,7 @@ mod tests {
                     fix: DtypeFix::Level(fl("5_1")),
                 }),
                 "A (a.npy) is int8, which sub at feature level 4_1 (support row 4_1) does not support; it accepts \
-                 float32 float16 int64 int32 uint64 uint32. use --feature-level 5_1 or newer, or convert the inputs",
+                 float32 float16 int64 int32 uint64 uint32. Use --feature-level 5_1 or newer, or convert the inputs",
             ),
             (
                 Verdict::Datatype(Datatype::Refused {

@@ -161,9 +161,9 @@ pub fn on_interruption(handler: impl FnOnce(Interruption) + Send + 'static) {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let what = match sig {
-                SIGINT => "signal 2",
-                SIGTERM => "signal 15",
-                _ => "signal 1",
+                SIGINT => "SIGINT (Ctrl-C)",
+                SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
             };
             handler(Interruption { what, exit_code: 128 + sig });
         }
