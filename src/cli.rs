@@ -16,7 +16,8 @@ use std::ffi::OsStr;
                   (DML_ELEMENT_WISE_DIFFERENCE_SQUARE, OpenVINO SquaredDifference-1) over .npy files, \
                   validated against a DirectML feature level's support matrix.",
     after_help = "Exit status: 0 success, 1 runtime error, 2 usage error, 3 validation failure, 4 (compare) the \
-                  files differ, 5 (containers) members without a partner.",
+                  files differ, 5 (containers) members without a partner, 128+N ended by signal N (130: Ctrl-C; \
+                  on Windows 0xC000013A). The manual: tensorop --generate man | man -l -",
     arg_required_else_help = true,
     subcommand_value_name = "COMMAND",
     args_conflicts_with_subcommands = true

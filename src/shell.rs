@@ -32,7 +32,7 @@ fn man_page(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
     let top = clap_mangen::Man::new(cmd.clone());
     top.render_title(&mut page)?;
     top.render_name_section(&mut page)?;
-    top.render_synopsis_section(&mut page)?;
+    writeln!(page, ".SH SYNOPSIS\n{}", synopsis("tensorop", &cmd))?;
     top.render_description_section(&mut page)?;
     top.render_options_section(&mut page)?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
@@ -41,19 +41,61 @@ fn man_page(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
         let man = clap_mangen::Man::new(sub.clone());
         let mut section = Vec::new();
         man.render_description_section(&mut section)?;
-        man.render_synopsis_section(&mut section)?;
+        writeln!(section, ".SS SYNOPSIS\n{}", synopsis(&name, sub))?;
         man.render_options_section(&mut section)?;
         // Inside a command's section, its parts are subsections.
-        let section = String::from_utf8_lossy(&section)
-            .replace(".SH DESCRIPTION\n", "")
-            .replace(".SH SYNOPSIS", ".SS SYNOPSIS")
-            .replace(".SH OPTIONS", ".SS OPTIONS");
+        let section =
+            String::from_utf8_lossy(&section).replace(".SH DESCRIPTION\n", "").replace(".SH OPTIONS", ".SS OPTIONS");
         page.extend_from_slice(section.as_bytes());
     }
     page.extend_from_slice(EXIT_STATUS.as_bytes());
     top.render_version_section(&mut page)?;
     out.write_all(&page)?;
     out.flush()
+}
+
+/// A command's synopsis in roff, every option with its value's name (`[-o|--output PATH]`) and
+/// every operand as it repeats (`REPORT...`), which clap's own man synopsis leaves out.
+fn synopsis(name: &str, cmd: &clap::Command) -> String {
+    let bold = |t: &str| format!("\\fB{}\\fR", roff(t));
+    let italic = |t: &str| format!("\\fI{}\\fR", roff(t));
+    let (mut words, mut operands) = (vec![bold(name)], Vec::new());
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let repeats = matches!(arg.get_action(), clap::ArgAction::Append);
+        let value = arg.get_value_names().and_then(|v| v.first()).map(|v| v.to_string());
+        let takes_value = arg.get_action().takes_values();
+        if arg.is_positional() {
+            let v = italic(&value.unwrap_or_else(|| arg.get_id().to_string()));
+            let v =
+                if repeats || arg.get_num_args().is_some_and(|n| n.max_values() > 1) { format!("{v}...") } else { v };
+            operands.push(if arg.is_required_set() { v } else { format!("[{v}]") });
+            continue;
+        }
+        let mut flags: Vec<String> = Vec::new();
+        if let Some(c) = arg.get_short() {
+            flags.push(bold(&format!("-{c}")));
+        }
+        if let Some(l) = arg.get_long() {
+            flags.push(bold(&format!("--{l}")));
+        }
+        let mut word = flags.join("|");
+        if takes_value {
+            word.push(' ');
+            word.push_str(&italic(&value.unwrap_or_else(|| arg.get_id().to_string().to_uppercase())));
+        }
+        let word = if repeats { format!("{word}...") } else { word };
+        words.push(if arg.is_required_set() { word } else { format!("[{word}]") });
+    }
+    if cmd.has_subcommands() {
+        operands.push(italic("COMMAND"));
+    }
+    words.extend(operands);
+    words.join(" ")
+}
+
+/// `text` with roff's special characters escaped (`-` as `\-`).
+fn roff(text: &str) -> String {
+    text.replace('\\', "\\e").replace('-', "\\-")
 }
 
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
@@ -70,8 +112,17 @@ usage error: a bad flag or value
 \fB3\fR
 validation failure: a check of the chosen feature level failed; nothing was computed
 .TP
+\fB4\fR
+\fBcompare\fR: the files differ (beyond the tolerance given)
+.TP
+\fB5\fR
+containers: members that only one input holds, without \fB\-\-skip\-unpaired\fR; nothing was computed
+.TP
 \fB128+N\fR
-ended by signal N (130 for Ctrl\-C); no output was written
+ended by signal N: 130 (SIGINT, Ctrl\-C), 143 (SIGTERM), 129 (SIGHUP); temporary files removed, targets as they were
+.TP
+\fB0xC000013A\fR
+on Windows, ended by Ctrl\-C, Ctrl\-Break or the console\(aqs closing; temporary files removed, targets as they were
 "#;
 
 #[cfg(test)]
@@ -103,5 +154,13 @@ mod tests {
         {
             assert!(text.contains(&format!(".SH \"{sec}\"")), "missing section {sec}");
         }
+        for code in ["0", "1", "2", "3", "4", "5", "128+N"] {
+            assert!(text.contains(&format!(".TP\n\\fB{code}\\fR\n")), "EXIT STATUS lacks {code}");
+        }
+        // Options with their values' names, operands as they repeat.
+        assert!(text.contains("[\\fB\\-\\-generate\\fR \\fIKIND\\fR]"), "no value name for --generate");
+        assert!(text.contains("[\\fB\\-o\\fR|\\fB\\-\\-output\\fR \\fIPATH\\fR]"), "no value name for -o");
+        assert!(text.contains("[\\fB\\-\\-member\\fR \\fIPATTERN\\fR...]"), "--member does not repeat");
+        assert!(text.contains("\\fIREPORT\\fR..."), "merge-stats does not take several reports");
     }
 }
