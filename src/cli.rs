@@ -107,7 +107,7 @@ pub struct OpArgs {
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<String>,
     /// DirectML feature level to validate against: 1_0 ... 6_4 (also 3.1, DML_FEATURE_LEVEL_3_1),
-    /// `latest` (= 6_4), or `none` for NumPy semantics without DirectML limits
+    /// `latest` (= 6_4), or `none` for no DirectML limits (every numeric dtype and rank 0-32)
     #[arg(short = 'f', long, value_name = "L", default_value = "latest", value_parser = LevelParser,
           hide_possible_values = true)]
     pub feature_level: LevelChoice,

@@ -45,7 +45,7 @@ impl fmt::Display for FeatureLevel {
     }
 }
 
-/// The `--feature-level` value: a DirectML level, or `none` for plain NumPy semantics.
+/// The `--feature-level` value: a DirectML level, or `none` for no DirectML limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LevelChoice {
     Dml(FeatureLevel),
