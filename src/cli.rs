@@ -200,8 +200,10 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// The most bytes the model's resources may take together (they are held in temporary
-    /// files); a model asking for more is refused before anything is made
-    #[arg(long, value_name = "BYTES", default_value_t = crate::dxdispatch::DEFAULT_RESOURCE_LIMIT)]
+    /// files): bytes, or with a binary suffix (512M, 1.5G, 2GiB); a model asking for more is
+    /// refused before anything is made. The default, 8 GiB, is more than any DirectML buffer
+    /// tensor of 2^32 - 1 float16 elements needs, and far less than a hostile `valueCount` asks
+    #[arg(long, value_name = "BYTES", default_value = "8G", value_parser = parse_size)]
     pub resource_limit: u64,
 }
 
@@ -260,6 +262,26 @@ pub enum OpArg {
     Sqdiff,
 }
 
+/// A size in bytes: a whole number, or a number with a binary suffix `K`, `M`, `G` or `T`
+/// (optionally followed by `iB` or `B`; 1K = 1024), as `tensorop-dask --split-above` takes it.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let bad = || format!("not a size: {text:?} (e.g. 1073741824, 512M, 1.5G, 2GiB)");
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
+    let units = [('k', 1u64 << 10), ('m', 1 << 20), ('g', 1 << 30), ('t', 1 << 40)];
+    match units.iter().find(|(c, _)| t.ends_with(*c)) {
+        None => t.parse::<u64>().map_err(|_| bad()),
+        Some((_, unit)) => {
+            let n: f64 = t[..t.len() - 1].parse().map_err(|_| bad())?;
+            let bytes = n * *unit as f64;
+            if !(0.0..=u64::MAX as f64).contains(&bytes) {
+                return Err(bad());
+            }
+            Ok(bytes as u64)
+        }
+    }
+}
+
 /// Parses a feature level in any accepted spelling, and offers the canonical names (`1_0` ...
 /// `6_4`, `latest`, `none`) to shell completions.
 #[derive(Debug, Clone, Copy)]
@@ -291,6 +313,19 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        for (text, bytes) in [("1700", 1700), ("8G", 8 << 30), ("512M", 512 << 20), ("1.5k", 1536), ("2GiB", 2 << 30)] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for bad in ["", "G", "1.5", "-1G", "1X", "1e30T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        let cli = Cli::try_parse_from(["tensorop", "run", "m.json"]).unwrap();
+        let Some(Command::Run(args)) = cli.command else { panic!() };
+        assert_eq!(args.resource_limit, 8 << 30);
     }
 
     #[test]

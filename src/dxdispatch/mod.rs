@@ -31,10 +31,6 @@ use std::time::Instant;
 /// hundred MiB.
 pub const MAX_MODEL_BYTES: u64 = 8 << 20;
 
-/// The default of `run --resource-limit`: 8 GiB of resources, more than any DirectML buffer
-/// tensor of 2^32 - 1 float16 elements needs, far less than a hostile `valueCount` asks.
-pub const DEFAULT_RESOURCE_LIMIT: u64 = 8 << 30;
-
 /// The `tensorop run` report (`docs/report.md`, "The run report").
 #[derive(Debug, Serialize)]
 struct RunReport {
