@@ -22,6 +22,7 @@ import argparse
 import ctypes
 import glob
 import json
+import logging
 import math
 import os
 import shutil
@@ -64,8 +65,13 @@ class TensoropError(RuntimeError):
     that Dask retries it. ``result`` holds what the run left (exit code, report, stderr)."""
 
     def __init__(self, message, result):
-        super().__init__(message, result)
+        # Only the message in ``args``: Dask shows them when a task fails, and the result (a
+        # whole report) is no message. It travels between processes through __reduce__.
+        super().__init__(message)
         self.result = result
+
+    def __reduce__(self):
+        return (TensoropError, (self.args[0], self.result))
 
     def __str__(self):
         return self.args[0]
@@ -143,12 +149,75 @@ def run_task(op, a, b, output, part=None, threads=1, tensorop=None, extra=()):
 # Planning: pairs, units, parts
 # ------------------------------------------------------------------------------------------
 
+def _n(count, noun, plural=None):
+    """``count`` and ``noun``, plural unless count is 1: ``1 unit``, ``3 units``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"
+
+
 def _magic(s):
     return any(c in s for c in "*?[")
 
 
 def _inside(path, outdir):
     return outdir is not None and (path == outdir or path.startswith(outdir + os.sep))
+
+
+def _canonical(path):
+    """``path`` absolute, with every symbolic link of its existing part resolved (``..`` and
+    ``/proc/self/cwd`` included) and the part not made yet appended as given."""
+    head, rest = os.path.abspath(path), []
+    while not os.path.exists(head) and os.path.dirname(head) != head:
+        head, name = os.path.dirname(head), os.path.basename(head)
+        rest.append(name)
+    return os.path.join(os.path.realpath(head), *reversed(rest))
+
+
+def _identity(path):
+    """What ``path`` names: its device and inode where it exists (the same file however
+    spelt, bind mounts included), else its canonical spelling."""
+    try:
+        st = os.stat(path)
+        return ("file", st.st_dev, st.st_ino)
+    except OSError:
+        return ("name", os.path.normcase(_canonical(path)))
+
+
+def _is_within(inner, outer):
+    """Whether ``inner`` is the directory ``outer`` or lies inside it, compared as the files
+    they name, never as strings."""
+    target = _identity(outer)
+    at = _canonical(inner)
+    while True:
+        if _identity(at) == target:
+            return True
+        up = os.path.dirname(at)
+        if up == at:
+            return False
+        at = up
+
+
+def _input_dir(spec):
+    """The directory an input names: itself, or a glob pattern's fixed leading part."""
+    base = spec
+    while _magic(base):
+        base = os.path.dirname(base)
+    return base or "."
+
+
+def _refuse_outdir_among_inputs(outdir, inputs):
+    """Exit 2, before any work: OUTDIR equal to, inside, or containing an input directory, where
+    outputs and the report would land among the inputs, or inputs be read back as outputs."""
+    for spec in inputs:
+        where = _input_dir(spec)
+        if _is_within(outdir, where):
+            how = "is" if _is_within(where, outdir) else "lies inside"
+        elif _is_within(where, outdir):
+            how = "contains"
+        else:
+            continue
+        raise PlanError(f"OUTDIR {outdir} {how} the input directory {where}: the results and the "
+                        "report would be written among the inputs; choose an OUTDIR outside every "
+                        "input directory (nothing was written)", 2)
 
 
 def _side(spec, outdir):
@@ -261,7 +330,7 @@ def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_
     for a pair run as N parts, else None). Raises :class:`PlanError`."""
     if op not in ("sub", "sqdiff"):
         raise PlanError(f"unknown operation {op!r}: sub or sqdiff", 2)
-    outdir = os.path.abspath(outdir)
+    given_outdir, outdir = outdir, os.path.abspath(outdir)
     unpaired = {"only_in_a": [], "only_in_b": [], "skipped": bool(skip_unpaired)}
     indexes = None
     if os.path.isfile(a) and os.path.isfile(b):
@@ -274,6 +343,7 @@ def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_
             missing = a if not (os.path.isdir(a) or _magic(a)) else b
             raise PlanError(f"{missing}: no such file or directory", 1)
         kind = "directories" if os.path.isdir(a) and os.path.isdir(b) else "globs"
+        _refuse_outdir_among_inputs(given_outdir, (a, b))
         side_a, side_b = _side(a, outdir), _side(b, outdir)
         if kind == "directories":
             indexes = _check_indexes(a, b)
@@ -283,7 +353,7 @@ def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_
             named = [f"{n} only in A" for n in unpaired["only_in_a"]]
             named += [f"{n} only in B" for n in unpaired["only_in_b"]]
             more = f" and {len(named) - 10} more" if len(named) > 10 else ""
-            raise PlanError(f"{len(named)} files without a partner: {', '.join(named[:10])}{more} "
+            raise PlanError(f"{_n(len(named), 'file')} without a partner: {', '.join(named[:10])}{more} "
                             "(--skip-unpaired runs the pairs and reports these)", 5, unpaired)
         pairs = {n: (side_a[n], side_b[n]) for n in sorted(set(side_a) & set(side_b))}
         if not pairs:
@@ -498,7 +568,7 @@ def execute(client, the_plan, *, threads=1, retries=2, feature_level=None, repor
     combined.update({
         "status": "ok" if not failures and not merge_error else "failed",
         "exit_code": 0 if not failures and not merge_error else 1,
-        "error": merge_error or (f"{len(failures)} of {len(entries)} units failed: "
+        "error": merge_error or (f"{len(failures)} of {_n(len(entries), 'unit')} failed: "
                                  + ", ".join(f["name"] for f in failures) if failures else None),
         "settings": {"threads": threads, "retries": retries, "feature_level": feature_level},
         "cluster": {"scheduler": client.scheduler.address,
@@ -574,6 +644,8 @@ def _parser():
                    help="directory for the results, under the pairs' relative paths")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler (default: a local cluster of worker processes)")
+    p.add_argument("--connect-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="how long to try to reach --scheduler before giving up (default 5)")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="local cluster only: worker processes (default: cores / --threads)")
     p.add_argument("--threads", type=_positive, default=1, metavar="T",
@@ -621,23 +693,28 @@ def main(argv=None):
         print(f"tensorop-dask: error: {err}", file=sys.stderr)
         return 1
     tasks = sum(u["parts"] or 1 for u in the_plan["units"])
-    say(f"{len(the_plan['units'])} units, {tasks} tasks")
+    say(f"{_n(len(the_plan['units']), 'unit')}, {_n(tasks, 'task')}")
 
     if args.scheduler:
         try:
-            client, cluster = distributed.Client(args.scheduler), None
+            client, cluster = distributed.Client(args.scheduler, timeout=args.connect_timeout), None
         except (OSError, TimeoutError) as err:
-            print(f"tensorop-dask: error: cannot reach the scheduler {args.scheduler}: {err}",
-                  file=sys.stderr)
+            why = str(err).splitlines()[0] if str(err) else type(err).__name__
+            print(f"tensorop-dask: error: cannot reach the scheduler {args.scheduler} within "
+                  f"{args.connect_timeout:g} s ({why}); is it running, and is the address right? "
+                  "(--connect-timeout waits longer)", file=sys.stderr)
             return 1
     else:
         cores = os.cpu_count() or 1
         workers = args.workers or max(1, cores // args.threads)
+        # The workers' own log of a failed task (Dask's "Compute Failed" block, with a
+        # traceback, once per attempt) says nothing the driver's one line per failed unit does
+        # not: keep only their critical messages.
         cluster = distributed.LocalCluster(
             n_workers=workers, threads_per_worker=max(1, cores // (workers * args.threads)),
-            processes=True, dashboard_address=":0")
+            processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL)
         client = distributed.Client(cluster)
-        say(f"local cluster: {workers} worker processes; dashboard {client.dashboard_link}")
+        say(f"local cluster: {_n(workers, 'worker process', 'worker processes')}; dashboard {client.dashboard_link}")
     try:
         combined = execute(client, the_plan, threads=args.threads, retries=args.retries,
                            feature_level=args.feature_level, report=args.report,
@@ -648,7 +725,7 @@ def main(argv=None):
         if cluster is not None:
             cluster.close()
     ok = len(combined["units"]) - len(combined["failures"])
-    say(f"{ok} of {len(combined['units'])} units ok in {combined['timings_s']['total']} s; report: "
+    say(f"{ok} of {_n(len(combined['units']), 'unit')} ok in {combined['timings_s']['total']} s; report: "
         f"{args.report or os.path.join(the_plan['outdir'], REPORT_NAME)}")
     for f in combined["failures"]:
         print(f"tensorop-dask: failed: {f['name']} ({f['status']}, exit {f['exit_code']}): "
