@@ -37,6 +37,11 @@ impl PathId {
     /// What `path` names. A dangling symbolic link names the file it points to, which writing
     /// through it would create.
     pub fn of(path: &Path) -> PathId {
+        // A Windows device name (`NUL`, `CON`, a named pipe) is written in order and never
+        // replaced, whatever the directory: it names no file here.
+        if sys::device_name(path) {
+            return PathId::Unknown;
+        }
         let mut path = path.to_path_buf();
         for _ in 0..40 {
             if let Ok((key, meta)) = sys::key_of(&path) {
