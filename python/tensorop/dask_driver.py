@@ -158,18 +158,32 @@ def _magic(s):
     return any(c in s for c in "*?[")
 
 
-def _inside(path, outdir):
-    return outdir is not None and (path == outdir or path.startswith(outdir + os.sep))
+def _absolute(path):
+    """``path`` made absolute without changing the file it names: ``.`` and doubled separators
+    dropped, and ``name/..`` dropped only where ``name`` is no symbolic link (after a link,
+    ``..`` is the link target's parent, which os.path.abspath would get wrong), so the paths
+    handed to the workers name what the given ones name. On Windows, which resolves ``..`` by
+    name, os.path.abspath."""
+    if os.name == "nt":
+        return os.path.abspath(path)
+    parts = []
+    for name in os.path.join(os.getcwd(), path).split("/"):
+        if name in ("", "."):
+            continue
+        if name == ".." and (not parts or (parts[-1] != ".."
+                                           and not os.path.islink("/" + "/".join(parts)))):
+            parts = parts[:-1]
+        else:
+            parts.append(name)
+    return "/" + "/".join(parts)
 
 
 def _canonical(path):
-    """``path`` absolute, with every symbolic link of its existing part resolved (``..`` and
-    ``/proc/self/cwd`` included) and the part not made yet appended as given."""
-    head, rest = os.path.abspath(path), []
-    while not os.path.exists(head) and os.path.dirname(head) != head:
-        head, name = os.path.dirname(head), os.path.basename(head)
-        rest.append(name)
-    return os.path.join(os.path.realpath(head), *reversed(rest))
+    """``path`` absolute, resolved one component at a time as the kernel would: a symbolic link
+    of its existing part is followed before the ``..`` after it is applied (``link/..`` is the
+    link target's parent, not the link's), ``/proc/self/cwd`` included; the part not made yet
+    is appended (its ``..`` taken by name: a directory that does not exist is no link)."""
+    return os.path.realpath(path)
 
 
 def _identity(path):
@@ -204,30 +218,38 @@ def _input_dir(spec):
     return base or "."
 
 
-def _refuse_outdir_among_inputs(outdir, inputs):
+def _refuse_outdir_among_inputs(outdir, inputs, files=False):
     """Exit 2, before any work: OUTDIR equal to, inside, or containing an input directory, where
-    outputs and the report would land among the inputs, or inputs be read back as outputs."""
+    outputs and the report would land among the inputs, or inputs be read back as outputs. For
+    two files (``files``), OUTDIR may not be either file's directory: the result and the report
+    would land beside the inputs (inside or above it is fine, nothing there is read)."""
     for spec in inputs:
-        where = _input_dir(spec)
-        if _is_within(outdir, where):
-            how = "is" if _is_within(where, outdir) else "lies inside"
-        elif _is_within(where, outdir):
+        where = (os.path.dirname(spec) or ".") if files else _input_dir(spec)
+        inside, contains = _is_within(outdir, where), _is_within(where, outdir)
+        if inside and contains:
+            how = "is"
+        elif files:
+            continue
+        elif inside:
+            how = "lies inside"
+        elif contains:
             how = "contains"
         else:
             continue
-        raise PlanError(f"OUTDIR {outdir} {how} the input directory {where}: the results and the "
-                        "report would be written among the inputs; choose an OUTDIR outside every "
-                        "input directory (nothing was written)", 2)
+        what = f"the directory of the input {spec}" if files else "the input directory"
+        raise PlanError(f"OUTDIR {outdir} {how} {what} {where}: the results and the report would "
+                        "be written among the inputs; choose an OUTDIR outside every input "
+                        "directory (nothing was written)", 2)
 
 
-def _side(spec, outdir):
-    """{relative name: absolute path} of the inputs a directory or a glob pattern names."""
+def _side(spec):
+    """{relative name: absolute path} of the inputs a directory or a glob pattern names (OUTDIR
+    lies outside it: :func:`_refuse_outdir_among_inputs`)."""
     found = {}
     if os.path.isdir(spec):
-        base = os.path.abspath(spec)
+        base = _absolute(spec)
         for root, dirs, files in os.walk(base):
-            dirs[:] = [d for d in dirs if not d.startswith(".")
-                       and not _inside(os.path.join(root, d), outdir)]
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
             for f in files:
                 if f.endswith(EXTENSIONS) and not f.startswith("."):
                     path = os.path.join(root, f)
@@ -236,10 +258,10 @@ def _side(spec, outdir):
     base = spec
     while _magic(base):
         base = os.path.dirname(base)
-    base = os.path.abspath(base or ".")
+    base = _absolute(base or ".")
     for path in glob.glob(spec, recursive=True):
-        path = os.path.abspath(path)
-        if os.path.isfile(path) and not _inside(path, outdir):
+        path = _absolute(path)
+        if os.path.isfile(path):
             found[os.path.relpath(path, base).replace(os.sep, "/")] = path
     if not found:
         raise PlanError(f"{spec}: the pattern matches no file", 1)
@@ -330,12 +352,13 @@ def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_
     for a pair run as N parts, else None). Raises :class:`PlanError`."""
     if op not in ("sub", "sqdiff"):
         raise PlanError(f"unknown operation {op!r}: sub or sqdiff", 2)
-    given_outdir, outdir = outdir, os.path.abspath(outdir)
+    given_outdir, outdir = outdir, _absolute(outdir)
     unpaired = {"only_in_a": [], "only_in_b": [], "skipped": bool(skip_unpaired)}
     indexes = None
     if os.path.isfile(a) and os.path.isfile(b):
         kind = "files"
-        pairs = {os.path.basename(a): (os.path.abspath(a), os.path.abspath(b))}
+        _refuse_outdir_among_inputs(given_outdir, (a, b), files=True)
+        pairs = {os.path.basename(a): (_absolute(a), _absolute(b))}
     elif os.path.isfile(a) or os.path.isfile(b):
         raise PlanError("A and B must both be files, or both directories or glob patterns", 2)
     else:
@@ -344,7 +367,7 @@ def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_
             raise PlanError(f"{missing}: no such file or directory", 1)
         kind = "directories" if os.path.isdir(a) and os.path.isdir(b) else "globs"
         _refuse_outdir_among_inputs(given_outdir, (a, b))
-        side_a, side_b = _side(a, outdir), _side(b, outdir)
+        side_a, side_b = _side(a), _side(b)
         if kind == "directories":
             indexes = _check_indexes(a, b)
         unpaired["only_in_a"] = sorted(set(side_a) - set(side_b))
@@ -411,7 +434,7 @@ def _write_json(path, obj):
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(_absolute(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
@@ -582,14 +605,27 @@ def execute(client, the_plan, *, threads=1, retries=2, feature_level=None, repor
     return combined
 
 
+def _refuse_report_over_files(report, the_plan):
+    """Exit 2, before any work: a --report that is one of the inputs or outputs, however spelt,
+    would replace it."""
+    if not report or report == "-":
+        return
+    mine = _identity(report)
+    for u in the_plan["units"]:
+        for what, path in (("input", u["a"]), ("input", u["b"]), ("output", u["output"])):
+            if _identity(path) == mine:
+                raise PlanError(f"--report {report} is the {what} {path}: the report would replace "
+                                "it; choose another report path (nothing was written)", 2)
+
+
 def _plan_failure(op, a, b, outdir, err, report):
     """The combined report of a job that stopped before running (pairing, missing inputs)."""
-    rep = _base_report({"op": op, "a": a, "b": b, "outdir": os.path.abspath(outdir),
+    rep = _base_report({"op": op, "a": a, "b": b, "outdir": _absolute(outdir),
                         "unpaired": err.unpaired})
     rep.update({"status": "unpaired" if err.exit_code == 5 else "error",
                 "exit_code": err.exit_code, "error": str(err)})
     if err.exit_code != 2:  # as tensorop: no report for usage errors
-        _write_json(report or os.path.join(os.path.abspath(outdir), REPORT_NAME), rep)
+        _write_json(report or os.path.join(_absolute(outdir), REPORT_NAME), rep)
     return rep
 
 
@@ -603,6 +639,7 @@ def run(client, op, a, b, outdir, *, threads=1, retries=2, feature_level=None,
     try:
         the_plan = plan(op, a, b, outdir, split_above=split_above, parts=parts,
                         skip_unpaired=skip_unpaired, tensorop=tensorop)
+        _refuse_report_over_files(report, the_plan)
     except PlanError as err:
         return _plan_failure(op, a, b, outdir, err, report)
     return execute(client, the_plan, threads=threads, retries=retries,
@@ -685,6 +722,7 @@ def main(argv=None):
     try:
         the_plan = plan(args.op, args.a, args.b, args.output, split_above=args.split_above,
                         parts=args.parts, skip_unpaired=args.skip_unpaired, tensorop=args.tensorop)
+        _refuse_report_over_files(args.report, the_plan)
     except PlanError as err:
         _plan_failure(args.op, args.a, args.b, args.output, err, args.report)
         print(f"tensorop-dask: error: {err}", file=sys.stderr)
