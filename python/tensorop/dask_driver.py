@@ -1,8 +1,8 @@
 """tensorop-dask: run tensorop over many file pairs on a Dask cluster.
 
-    tensorop-dask sub|sqdiff A B -o OUTDIR [--scheduler ADDRESS] [--workers N] [--threads T]
-                  [-f LEVEL] [--retries R] [--split-above BYTES] [--parts N]
-                  [--skip-unpaired] [--report PATH] [--tensorop PATH] [--quiet]
+    tensorop-dask sub|sqdiff A B -o OUTDIR [--scheduler ADDRESS] [--connect-timeout SECONDS]
+                  [--workers N] [--threads T] [-f LEVEL] [--retries R] [--split-above BYTES]
+                  [--parts N] [--skip-unpaired] [--report PATH] [--tensorop PATH] [--quiet]
 
 A and B are two directories (files paired by relative path: *.npy, *.npz, *.safetensors; a
 sharded checkpoint's shards pair by file name, and its *.safetensors.index.json files must
@@ -13,9 +13,11 @@ Exit 1 of tensorop (a runtime error) raises, so Dask retries the task; exits 2, 
 deterministic and come back as failed units at once. At the end the successful units' reports
 are merged with `tensorop merge-stats --by-dtype` and one JSON report is written atomically.
 
-Exit status: 0 every unit succeeded; 1 a unit failed (each is named) or a runtime error; 2 usage;
-5 files only one side holds (without --skip-unpaired) or checkpoint indexes that disagree,
-nothing run. docs/dask.md describes it all; :func:`run` is the Python API.
+Exit status: 0 every unit succeeded; 1 a unit failed (each is named), a runtime error, or a
+--scheduler not reached within --connect-timeout; 2 usage (OUTDIR equal to, inside or containing
+an input directory included: nothing written); 5 files only one side holds (without
+--skip-unpaired) or checkpoint indexes that disagree, nothing run. docs/dask.md describes it
+all; :func:`run` is the Python API.
 """
 
 import argparse
@@ -140,9 +142,33 @@ def run_task(op, a, b, output, part=None, threads=1, tensorop=None, extra=()):
     }
     if proc.returncode in DETERMINISTIC and (report is not None or proc.returncode == 2):
         return result
-    why = (report or {}).get("error") or result["stderr"].strip() or "no report"
     what = os.path.basename(output) + (f" part {part[0]}/{part[1]}" if part else "")
-    raise TensoropError(f"{what}: tensorop exited with {proc.returncode}: {why}", result)
+    raise TensoropError(f"{what}: {_exit_words(proc.returncode)}: {_said(result)}", result)
+
+
+def _exit_words(code):
+    """``exit 1``, or ``killed by SIGKILL`` for a run a signal ended (a negative returncode)."""
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def _said(result):
+    """What a tensorop run said about its failure: its report's ``error``, else its standard
+    error, else that it left no report."""
+    return ((result.get("report") or {}).get("error") or result.get("stderr", "").strip()
+            or f"tensorop ended with {_exit_words(result.get('exit_code'))} and left no report")
+
+
+def _one_line(text, limit=300):
+    """``text`` on one line (its lines joined by '; '), at most ``limit`` characters."""
+    text = "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
 # ------------------------------------------------------------------------------------------
@@ -301,7 +327,7 @@ def _check_indexes(a, b):
                 more = f" and {len(names) - 5} more" if len(names) > 5 else ""
                 return ", ".join(show(t) for t in names[:5]) + more
             def count(names):
-                return f"{len(names)} tensor{'s' if len(names) != 1 else ''}"
+                return _n(len(names), "tensor")
             problems = []
             if only_a:
                 problems.append(f"{count(only_a)} only in A ({few(only_a)})")
@@ -376,7 +402,8 @@ def plan(op, a, b, outdir, *, split_above=DEFAULT_SPLIT_ABOVE, parts=None, skip_
             named = [f"{n} only in A" for n in unpaired["only_in_a"]]
             named += [f"{n} only in B" for n in unpaired["only_in_b"]]
             more = f" and {len(named) - 10} more" if len(named) > 10 else ""
-            raise PlanError(f"{_n(len(named), 'file')} without a partner: {', '.join(named[:10])}{more} "
+            raise PlanError(f"{_n(len(named), 'file')} without a partner: "
+                            f"{', '.join(named[:10])}{more} "
                             "(--skip-unpaired runs the pairs and reports these)", 5, unpaired)
         pairs = {n: (side_a[n], side_b[n]) for n in sorted(set(side_a) & set(side_b))}
         if not pairs:
@@ -542,11 +569,10 @@ def execute(client, the_plan, *, threads=1, retries=2, feature_level=None, repor
             except Exception as e:  # noqa: BLE001 (a cancelled future raises its cancellation)
                 exc = e
             res = getattr(exc, "result", None) or {"exit_code": None, "report": None}
-            error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, TensoropError) else str(exc)
+            error = _said(res) if isinstance(exc, TensoropError) else f"{type(exc).__name__}: {exc}"
         rep = res.get("report")
         if error is None and res["exit_code"] != 0:
-            error = (rep or {}).get("error") or res.get("stderr", "").strip() or \
-                f"tensorop exited with {res['exit_code']}"
+            error = _said(res)
         tasks[i].append({
             "part": {"index": part[0], "count": part[1]} if part else None,
             "exit_code": res.get("exit_code"),
@@ -603,6 +629,20 @@ def execute(client, the_plan, *, threads=1, retries=2, feature_level=None, repor
     })
     _write_json(report or os.path.join(the_plan["outdir"], REPORT_NAME), combined)
     return combined
+
+
+def _failure_line(unit):
+    """One line for a failed unit of the combined report: its name (and the part that failed),
+    its status, tensorop's exit status, how many times the failed task ran, and what tensorop
+    said. The report keeps the whole message."""
+    bad = next((t for t in unit["tasks"] if t["exit_code"] != 0), None)
+    part = (bad or {}).get("part")
+    name = unit["name"] + (f" part {part['index']}/{part['count']}" if part else "")
+    how = [unit["status"], _exit_words(unit["exit_code"])]
+    runs = (bad or unit).get("attempts")
+    if runs and runs > 1:
+        how.append(_n(runs, "run"))
+    return f"{name} ({', '.join(how)}): {_one_line(unit['error'])}"
 
 
 def _refuse_report_over_files(report, the_plan):
@@ -667,13 +707,25 @@ def _positive(text):
     return n
 
 
+def _seconds(text):
+    try:
+        t = float(text)
+    except ValueError:
+        t = math.nan
+    if not t > 0 or math.isinf(t):
+        raise argparse.ArgumentTypeError(f"not a positive number of seconds: {text!r}")
+    return t
+
+
 def _parser():
     p = argparse.ArgumentParser(
         prog="tensorop-dask",
         description="Run tensorop sub or sqdiff over many file pairs on a Dask cluster: one task "
                     "per pair, or per part of a large .npy pair; one combined JSON report.",
-        epilog="Exit status: 0 all units succeeded; 1 a unit failed or a runtime error; 2 usage; "
-               "5 files without a partner or checkpoint indexes that disagree (nothing run).")
+        epilog="Exit status: 0 all units succeeded; 1 a unit failed, a runtime error, or the "
+               "scheduler not reached; 2 usage (an OUTDIR among the inputs included; nothing "
+               "written); 5 files without a partner or checkpoint indexes that disagree (nothing "
+               "run).")
     p.add_argument("op", choices=("sub", "sqdiff"))
     p.add_argument("a", metavar="A", help="directory, quoted glob pattern, or file")
     p.add_argument("b", metavar="B", help="directory, quoted glob pattern, or file")
@@ -681,7 +733,7 @@ def _parser():
                    help="directory for the results, under the pairs' relative paths")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler (default: a local cluster of worker processes)")
-    p.add_argument("--connect-timeout", type=float, default=5.0, metavar="SECONDS",
+    p.add_argument("--connect-timeout", type=_seconds, default=5.0, metavar="SECONDS",
                    help="how long to try to reach --scheduler before giving up (default 5)")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="local cluster only: worker processes (default: cores / --threads)")
@@ -719,29 +771,34 @@ def main(argv=None):
     except ImportError:
         print("tensorop-dask: error: needs Dask: pip install 'tensorop[dask]'", file=sys.stderr)
         return 1
+
+    def stop(err):
+        _plan_failure(args.op, args.a, args.b, args.output, err, args.report)
+        print(f"tensorop-dask: error: {err}", file=sys.stderr)
+        return err.exit_code
+
     try:
         the_plan = plan(args.op, args.a, args.b, args.output, split_above=args.split_above,
                         parts=args.parts, skip_unpaired=args.skip_unpaired, tensorop=args.tensorop)
         _refuse_report_over_files(args.report, the_plan)
     except PlanError as err:
-        _plan_failure(args.op, args.a, args.b, args.output, err, args.report)
-        print(f"tensorop-dask: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return stop(err)
     except FileNotFoundError as err:
-        print(f"tensorop-dask: error: {err}", file=sys.stderr)
-        return 1
+        return stop(PlanError(str(err), 1))
     tasks = sum(u["parts"] or 1 for u in the_plan["units"])
     say(f"{_n(len(the_plan['units']), 'unit')}, {_n(tasks, 'task')}")
 
     if args.scheduler:
         try:
             client, cluster = distributed.Client(args.scheduler, timeout=args.connect_timeout), None
+        except ValueError as err:  # an address Dask cannot parse, or of an unknown scheme
+            return stop(PlanError(f"--scheduler {args.scheduler}: {_one_line(err)} "
+                                  "(e.g. tcp://host:8786)", 2))
         except (OSError, TimeoutError) as err:
-            why = str(err).splitlines()[0] if str(err) else type(err).__name__
-            print(f"tensorop-dask: error: cannot reach the scheduler {args.scheduler} within "
-                  f"{args.connect_timeout:g} s ({why}); is it running, and is the address right? "
-                  "(--connect-timeout waits longer)", file=sys.stderr)
-            return 1
+            return stop(PlanError(
+                f"cannot reach the scheduler {args.scheduler} within "
+                f"{args.connect_timeout:g} s ({_one_line(err) or type(err).__name__}); is it "
+                "running, and is the address right? (--connect-timeout waits longer)", 1))
     else:
         cores = os.cpu_count() or 1
         workers = args.workers or max(1, cores // args.threads)
@@ -752,7 +809,8 @@ def main(argv=None):
             n_workers=workers, threads_per_worker=max(1, cores // (workers * args.threads)),
             processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL)
         client = distributed.Client(cluster)
-        say(f"local cluster: {_n(workers, 'worker process', 'worker processes')}; dashboard {client.dashboard_link}")
+        say(f"local cluster: {_n(workers, 'worker process', 'worker processes')}; "
+            f"dashboard {client.dashboard_link}")
     try:
         combined = execute(client, the_plan, threads=args.threads, retries=args.retries,
                            feature_level=args.feature_level, report=args.report,
@@ -763,11 +821,11 @@ def main(argv=None):
         if cluster is not None:
             cluster.close()
     ok = len(combined["units"]) - len(combined["failures"])
-    say(f"{ok} of {_n(len(combined['units']), 'unit')} ok in {combined['timings_s']['total']} s; report: "
-        f"{args.report or os.path.join(the_plan['outdir'], REPORT_NAME)}")
-    for f in combined["failures"]:
-        print(f"tensorop-dask: failed: {f['name']} ({f['status']}, exit {f['exit_code']}): "
-              f"{f['error']}", file=sys.stderr)
+    say(f"{ok} of {_n(len(combined['units']), 'unit')} ok in {combined['timings_s']['total']} s; "
+        f"report: {args.report or os.path.join(the_plan['outdir'], REPORT_NAME)}")
+    for unit in combined["units"]:
+        if unit["status"] != "ok":
+            print(f"tensorop-dask: failed: {_failure_line(unit)}", file=sys.stderr)
     if combined["error"] and not combined["failures"]:
         print(f"tensorop-dask: error: {combined['error']}", file=sys.stderr)
     return combined["exit_code"]
