@@ -64,10 +64,10 @@ fn safetensors_pairs_run_member_by_member_into_a_safetensors_output() {
     assert_eq!(as_f32(&c["w"].2), sq(&wa, &wb));
     assert_eq!(as_f32(&c["b"].2), sq(&ba, &bb));
     assert!(as_f32(&c["same"].2).iter().all(|&x| x == 0.0));
-    // stderr: one line per member that differs, then the totals; `same` is all zeros.
+    // stderr: the totals, then a line per member that differs; `same` is all zeros.
     assert!(out.stderr.contains("tensorop: w: float32"), "{}", out.stderr);
     assert!(!out.stderr.contains("tensorop: same:"), "{}", out.stderr);
-    assert!(out.stderr.contains("3 member pairs, 2 differ"), "{}", out.stderr);
+    assert!(out.stderr.contains("3 member pairs compared: 2 differ, 1 identical"), "{}", out.stderr);
     let r = dir.report("r.json");
     assert_eq!(r["status"], "ok");
     assert_eq!(r["inputs"][0]["format"], "safetensors");
@@ -626,4 +626,117 @@ fn a_forced_progress_bar_goes_to_standard_error_only() {
     let quiet = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", "-", "--progress", "always", "-q"]);
     quiet.ok();
     assert_eq!(quiet.stderr, "", "-q draws nothing");
+}
+
+/// 30 members `m00`..`m29`, each of 4 float32 elements: A all zeros, B `v` in the first 25
+/// (every `v` different but `m03`'s and `m20`'s, and a NaN in `m11`), A's values in the last 5.
+/// Returns the 25 differing names, worst first: `m11` (NaN), then by `v` (which orders both
+/// sqdiff's mean squared error `v * v` and sub's max |difference| `v`), equal ones by name.
+fn ranked_pair(dir: &Dir) -> Vec<String> {
+    let v = |i: usize| match i {
+        11 => f32::NAN,
+        20 => v_of(3),
+        _ => v_of(i),
+    };
+    fn v_of(i: usize) -> f32 {
+        ((i * 7) % 25) as f32 + 1.0
+    }
+    let names: Vec<String> = (0..30).map(|i| format!("m{i:02}")).collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (i, name) in names.iter().enumerate() {
+        let same = [1.0f32, 2.0, 3.0, 4.0];
+        let (x, y) = if i < 25 { ([0.0; 4], [v(i); 4]) } else { (same, same) };
+        a.push((name.as_str(), "F32", &[4usize][..], f32_bytes(&x)));
+        b.push((name.as_str(), "F32", &[4usize][..], f32_bytes(&y)));
+    }
+    dir.write("a.safetensors", &safetensors(&a));
+    dir.write("b.safetensors", &safetensors(&b));
+    let mut worst: Vec<(f32, &String)> = names[..25].iter().enumerate().map(|(i, n)| (v(i), n)).collect();
+    worst.sort_by(|x, y| match (x.0.is_nan(), y.0.is_nan()) {
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(y.1)),
+    });
+    worst.into_iter().map(|(_, n)| n.clone()).collect()
+}
+
+/// The members standard error lists, in its order.
+fn listed(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("tensorop: m").filter(|r| r.as_bytes().get(2) == Some(&b':')))
+        .map(|r| format!("m{}", &r[..2]))
+        .collect()
+}
+
+#[test]
+fn stats_print_the_totals_then_the_ten_worst_members_and_the_report_has_every_member_ranked() {
+    let dir = Dir::new();
+    let worst = ranked_pair(&dir);
+    // By hand: the NaN, then v = 25, 24, 23, and the tie at 22 by name.
+    assert_eq!(worst[..6], ["m11", "m07", "m14", "m21", "m03", "m20"]);
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", NULL, "--stats", "--report", "r.json"]);
+    out.ok();
+    let err = &out.stderr;
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines[0], "tensorop: 30 member pairs compared: 25 differ, 5 identical (all-zero result)", "{err}");
+    assert!(lines[1].starts_with("tensorop: stats of sqdiff (all members, 120 elements)"), "{err}");
+    assert!(lines[2].contains("(mean squared error)"), "{err}");
+    assert_eq!(
+        lines[3],
+        "tensorop: the 10 worst of 25 differing members, worst first by mean squared error (NaN first, equal ones by \
+         name):",
+        "{err}"
+    );
+    assert_eq!(listed(err), worst[..10], "{err}");
+    assert!(lines[4].starts_with("tensorop: m11: float32 [4]: 4 of 4 elements non-zero (4 NaN)"), "{err}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            "tensorop: 15 more differing members not shown: -v prints them all; the report (r.json) lists every member"
+        ),
+        "{err}"
+    );
+    assert_eq!(lines.len(), 15, "{err}");
+    // The report: every member, in A's order, each ranked as -v lists them.
+    let r = dir.report("r.json");
+    let members = r["members"].as_array().expect("members");
+    assert_eq!(members.len(), 30);
+    for (i, m) in members.iter().enumerate() {
+        assert_eq!(m["name"], format!("m{i:02}"));
+        assert_eq!(m["stats"]["count"], 4, "{m}");
+    }
+    let by_rank = |r: &Value| {
+        let mut ranked: Vec<(u64, String)> = r["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["rank"].as_u64().expect("a rank"), m["name"].as_str().unwrap().to_string()))
+            .collect();
+        ranked.sort();
+        assert_eq!(ranked.iter().map(|x| x.0).collect::<Vec<_>>(), (1..=30).collect::<Vec<_>>());
+        ranked.into_iter().map(|x| x.1).collect::<Vec<_>>()
+    };
+    assert_eq!(by_rank(&r)[..25], worst[..]);
+    assert_eq!(r["totals"]["differing"], 25);
+    // -v: every member, the identical ones last by name, and no line for members left out.
+    let out = dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", NULL, "--stats", "-v"]);
+    out.ok();
+    let all: Vec<String> = worst.iter().cloned().chain((25..30).map(|i| format!("m{i:02}"))).collect();
+    assert_eq!(listed(&out.stderr), all, "{}", out.stderr);
+    assert!(out.stderr.contains("every member pair (30), worst first"), "{}", out.stderr);
+    assert!(!out.stderr.contains("not shown"), "{}", out.stderr);
+    assert!(out.stderr.contains("|x| by binade"), "-v draws the histogram: {}", out.stderr);
+    // sub ranks by max |difference|; without --report, the last line says how to get one.
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", NULL, "--stats", "--report", "s.json"]);
+    out.ok().stderr_mentions("worst first by max |difference|");
+    assert_eq!(listed(&out.stderr), worst[..10], "{}", out.stderr);
+    assert_eq!(by_rank(&dir.report("s.json")), all);
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", NULL, "--stats"]);
+    out.ok().stderr_mentions("15 more differing members not shown: -v prints them all; --report PATH writes every");
+    // Without --stats: no rank, and nothing on standard error.
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", NULL, "--report", "n.json"]);
+    out.ok();
+    assert_eq!(out.stderr, "");
+    assert_eq!(dir.report("n.json")["members"][0]["rank"], Value::Null);
 }

@@ -6,6 +6,8 @@
 //! the batch, never by the container. The report (`report::container`) has one entry per pair and
 //! the totals, with every member's `--stats` summary merged exactly.
 
+mod digest;
+
 use super::pairs::{pair, Pair, Pairing, Side};
 use super::write::{ContainerWriter, OutFormat, OutMember};
 use super::{Format, Opened};
@@ -17,7 +19,7 @@ use crate::output::{Destination, Sink, Staging};
 use crate::pipeline::{self, Outcome};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::report::container::*;
-use crate::report::{ms, summary, BackendInfo, BroadcastInfo, RunStatus, Tool};
+use crate::report::{ms, BackendInfo, BroadcastInfo, RunStatus, Tool};
 use crate::shape::view_strides;
 use crate::spec::checks::{validate, TensorSpec, Validation};
 use crate::spec::dml::descriptors;
@@ -25,6 +27,7 @@ use crate::spec::level::LevelChoice;
 use crate::spec::matrix::row_for;
 use crate::summary::{Accumulator, Summary};
 use anyhow::{anyhow, bail, Context, Result};
+use digest::differs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -586,51 +589,28 @@ fn compute_member(
     }
 }
 
-/// Whether a member's result holds anything but zeros.
-fn differs(s: &crate::summary::Summary) -> bool {
-    s.zero != s.count
-}
-
-/// `--stats` on standard error: a line per member that differs (every member with `-v`), then
-/// the totals (with the histogram only with `-v`).
+/// `--stats` on standard error ([`digest::print`]): the totals, then the worst members.
 fn print_summary(cfg: &Config, members: &[MemberRun], merged: &Merged) {
     if !cfg.summarise {
         return;
     }
-    let mut differing = 0;
-    for m in members {
-        let Some(s) = &m.summary else { continue };
-        if differs(s) {
-            differing += 1;
-        }
-        if differs(s) || cfg.verbose {
-            eprintln!(
-                "tensorop: {}: {} {}: {}",
-                m.pair.name,
-                m.dtype.map_or("-", |d| d.name()),
-                crate::shape::fmt_shape(m.validation.out_shape.as_deref().unwrap_or(&[])),
-                summary::one_line(s)
-            );
-        }
-    }
-    let Merged { all, float, int } = merged;
-    eprintln!(
-        "tensorop: {} member pairs, {differing} differ{}",
-        members.len(),
-        if differing == 0 { " (every result is all zeros)" } else { "" }
-    );
-    let print = |s: &crate::summary::Summary, dtype: &str| {
-        let label = summary::Label { of: cfg.sem.op.name(), dtype, mean: pipeline::mean_name(cfg.sem.op) };
-        eprint!("{}", summary::human_part(s, &label, cfg.verbose));
+    let rows: Vec<digest::Row> = members
+        .iter()
+        .filter_map(|m| {
+            Some(digest::Row {
+                name: &m.pair.name,
+                dtype: m.dtype.map_or("-", |d| d.name()),
+                shape: m.validation.out_shape.as_deref().unwrap_or(&[]),
+                summary: m.summary.as_ref()?,
+            })
+        })
+        .collect();
+    let totals: Vec<(&str, &Summary)> = match merged {
+        Merged { all: Some(s), .. } => vec![("all members", s)],
+        Merged { all: None, float: Some(f), int: Some(i) } => vec![("float members", f), ("integer members", i)],
+        _ => Vec::new(),
     };
-    match (all, float, int) {
-        (Some(s), _, _) => print(s, "all members"),
-        (None, Some(f), Some(i)) => {
-            print(f, "float members");
-            print(i, "integer members");
-        }
-        _ => {}
-    }
+    digest::print(cfg, &rows, &totals);
 }
 
 /// The members' summaries merged: `all` when they are of one kind, else one per kind.
@@ -707,37 +687,11 @@ fn report(
             _ => None,
         },
     };
-    let entries = members
-        .into_iter()
-        .zip(summaries)
-        .map(|(m, stats)| {
-            let valid = m.validation.valid();
-            let dml = match (cfg.level, m.dtype, &m.validation.out_shape, &m.strides) {
-                (LevelChoice::Dml(level), Some(dtype), Some(shape), Some(strides)) => {
-                    row_for(cfg.sem.op, level).map(|row| descriptors(cfg.sem.op, row, dtype, shape, strides))
-                }
-                _ => None,
-            };
-            MemberEntry {
-                status: if valid { RunStatus::Ok } else { RunStatus::Invalid },
-                inputs: m.inputs,
-                support_row: m.validation.support_row.map(|r| r.to_string()),
-                minimum_feature_level: m.validation.minimum_level.map(|l| l.to_string()),
-                broadcast: match (&m.validation.out_shape, m.strides) {
-                    (Some(shape), Some(strides)) => {
-                        Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: shape.clone(), strides })
-                    }
-                    _ => None,
-                },
-                checks: m.validation.checks,
-                dml,
-                elements: m.elements,
-                stats,
-                output_member: m.written.then(|| m.pair.name.clone()),
-                name: m.pair.name,
-            }
-        })
-        .collect();
+    let named: Vec<(&str, Option<&Summary>)> =
+        members.iter().zip(&summaries).map(|(m, s)| (m.pair.name.as_str(), s.as_ref())).collect();
+    let ranks = digest::ranks(cfg.sem.op, &named);
+    let entries =
+        members.into_iter().zip(summaries).zip(ranks).map(|((m, stats), rank)| entry(cfg, m, stats, rank)).collect();
     let gpu = cfg.backend == BackendKind::Wgpu;
     ContainerReport {
         schema_version: 1,
@@ -772,5 +726,35 @@ fn report(
             execute: progress.execute.map_or(0.0, ms),
             total: ms(total),
         },
+    }
+}
+
+/// A member pair's entry in the report.
+fn entry(cfg: &Config, m: MemberRun, stats: Option<Summary>, rank: Option<usize>) -> MemberEntry {
+    let valid = m.validation.valid();
+    let dml = match (cfg.level, m.dtype, &m.validation.out_shape, &m.strides) {
+        (LevelChoice::Dml(level), Some(dtype), Some(shape), Some(strides)) => {
+            row_for(cfg.sem.op, level).map(|row| descriptors(cfg.sem.op, row, dtype, shape, strides))
+        }
+        _ => None,
+    };
+    MemberEntry {
+        status: if valid { RunStatus::Ok } else { RunStatus::Invalid },
+        inputs: m.inputs,
+        support_row: m.validation.support_row.map(|r| r.to_string()),
+        minimum_feature_level: m.validation.minimum_level.map(|l| l.to_string()),
+        broadcast: match (&m.validation.out_shape, m.strides) {
+            (Some(shape), Some(strides)) => {
+                Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: shape.clone(), strides })
+            }
+            _ => None,
+        },
+        checks: m.validation.checks,
+        dml,
+        elements: m.elements,
+        stats,
+        rank,
+        output_member: m.written.then(|| m.pair.name.clone()),
+        name: m.pair.name,
     }
 }

@@ -66,6 +66,10 @@ pub struct MemberEntry {
     pub dml: Option<crate::spec::dml::Descriptors>,
     pub elements: u64,
     pub stats: Option<Summary>,
+    /// With `--stats`, once computed: the pair's place among the computed pairs, worst first (1
+    /// the worst), in the order `--stats -v` lists them on standard error: by mean squared error
+    /// for `sqdiff`, by the largest |difference| for `sub`, a NaN first, equal ones by name.
+    pub rank: Option<usize>,
     /// The member's name in the output container, once it was written there.
     pub output_member: Option<String>,
 }
