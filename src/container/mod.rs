@@ -23,7 +23,7 @@ use crate::npy::header::FileDType;
 use crate::npy::input::{NpyInput, Source};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 
 /// The on-disk format of an input, as its first bytes say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,53 +107,68 @@ pub enum Opened {
 }
 
 impl Opened {
-    /// Opens `source`, deciding its format from its first bytes. Standard input is always one
-    /// `.npy`; a container that is not a regular file (a FIFO, `<(...)`) is first copied to an
+    /// Opens `source`, deciding its format from its first bytes. A regular file is read in
+    /// place (standard input redirected from one too, when it is at the file's start); a
+    /// container that is not (a pipe on standard input, a FIFO, `<(...)`) is first copied to an
     /// anonymous temporary file, since its directory may be at its end.
     pub fn open(source: &Source) -> Result<Opened> {
-        let Source::Path(path) = source else { return Ok(Opened::Single(NpyInput::open(source)?)) };
         let label = source.label();
-        let file = File::open(path).context("cannot open the file")?;
+        let file = match source {
+            Source::Stdin => crate::sys::duplicate_descriptor(0).context("cannot use standard input")?,
+            Source::Path(path) => File::open(path).context("cannot open the file")?,
+        };
+        // A handle whose kind the system cannot tell (standard input under Wine) is a stream.
         let meta = file.metadata().ok();
-        if meta.as_ref().is_some_and(|m| m.is_file()) {
-            let mut first = [0u8; 16];
-            let n = read_prefix_at(&file, &mut first)?;
-            return match sniff(&first[..n]) {
-                Some(Format::Npz) => Ok(Opened::Many(npz::open(&label, file)?)),
-                Some(Format::Safetensors) => Ok(Opened::Many(safetensors::open(&label, file)?)),
-                // `.npy`, or nothing known: the `.npy` reader says what is wrong.
-                _ => Ok(Opened::Single(NpyInput::open(source)?)),
-            };
-        }
         if meta.as_ref().is_some_and(|m| m.is_dir()) {
             bail!("is a directory, not a .npy, .npz or .safetensors file");
         }
-        // A stream: its first bytes decide, and are put back in front of the rest.
-        let mut stream = file;
-        let mut first = Vec::with_capacity(16);
-        (&mut stream).take(16).read_to_end(&mut first).context("cannot read the input")?;
-        let whole = std::io::Cursor::new(first.clone()).chain(stream);
-        match sniff(&first) {
-            Some(f @ (Format::Npz | Format::Safetensors)) => {
-                let mut tmp =
-                    tempfile::tempfile().context("cannot create a temporary file to hold the streamed container")?;
-                std::io::copy(&mut { whole }, &mut tmp).context("cannot copy the streamed container")?;
-                tmp.flush().context("cannot copy the streamed container")?;
-                Ok(Opened::Many(match f {
-                    Format::Npz => npz::open(&label, tmp)?,
-                    _ => safetensors::open(&label, tmp)?,
-                }))
+        if meta.as_ref().is_some_and(|m| m.is_file()) {
+            // Standard input redirected from a file starts at its current offset.
+            let base = match source {
+                Source::Stdin => (&file).stream_position().context("cannot inspect standard input")?,
+                Source::Path(_) => 0,
+            };
+            let mut first = [0u8; 16];
+            let n = read_prefix_at(&file, base, &mut first)?;
+            match sniff(&first[..n]) {
+                Some(Format::Npz) if base == 0 => return Ok(Opened::Many(npz::open(&label, file)?)),
+                Some(Format::Safetensors) if base == 0 => return Ok(Opened::Many(safetensors::open(&label, file)?)),
+                // A container past the start of standard input's file: copied from there, below.
+                Some(Format::Npz | Format::Safetensors) => {}
+                // `.npy`, or nothing known: the `.npy` reader says what is wrong.
+                _ => return Ok(Opened::Single(NpyInput::open(source)?)),
             }
-            _ => Ok(Opened::Single(NpyInput::from_stream(&label, whole)?)),
         }
+        open_stream(&label, file)
     }
 }
 
-/// Reads up to `buf.len()` bytes from the start of `file`; returns how many there were.
-fn read_prefix_at(file: &File, buf: &mut [u8]) -> Result<usize> {
-    let len = file.metadata().context("cannot inspect the file")?.len();
+/// Opens a stream (a pipe, a FIFO): its first bytes decide its format, and are put back in front
+/// of the rest. A `.npy` is spooled by its reader; a container is copied whole, in bounded
+/// memory, to an anonymous temporary file in the temporary directory, which it is then read
+/// from and which disappears with it.
+fn open_stream(label: &str, mut stream: File) -> Result<Opened> {
+    let mut first = Vec::with_capacity(16);
+    (&mut stream).take(16).read_to_end(&mut first).context("cannot read the input")?;
+    let mut whole = std::io::Cursor::new(first.clone()).chain(stream);
+    let format = match sniff(&first) {
+        Some(f @ (Format::Npz | Format::Safetensors)) => f,
+        _ => return Ok(Opened::Single(NpyInput::from_stream(label, whole)?)),
+    };
+    let mut tmp = tempfile::tempfile().context("cannot create a temporary file to hold the streamed container")?;
+    std::io::copy(&mut whole, &mut tmp).context("cannot copy the streamed container to a temporary file")?;
+    tmp.flush().context("cannot copy the streamed container to a temporary file")?;
+    Ok(Opened::Many(match format {
+        Format::Npz => npz::open(label, tmp)?,
+        _ => safetensors::open(label, tmp)?,
+    }))
+}
+
+/// Reads up to `buf.len()` bytes of `file` from byte `at`; returns how many there were.
+fn read_prefix_at(file: &File, at: u64, buf: &mut [u8]) -> Result<usize> {
+    let len = file.metadata().context("cannot inspect the file")?.len().saturating_sub(at);
     let n = buf.len().min(usize::try_from(len).unwrap_or(usize::MAX));
-    crate::sys::read_exact_at(file, &mut buf[..n], 0).context("cannot read the file")?;
+    crate::sys::read_exact_at(file, &mut buf[..n], at).context("cannot read the file")?;
     Ok(n)
 }
 
