@@ -55,7 +55,8 @@ pub enum Command {
     Sqdiff(OpArgs),
     /// Print the DirectML support matrix: per feature level, dtypes and ranks
     Support(SupportArgs),
-    /// Print .npy headers: dtype, shape, order, byte order, format version
+    /// Print .npy headers (dtype, shape, order, byte order, format version) and the members of
+    /// .npz and .safetensors containers
     Info(InfoArgs),
     /// List the GPU adapters the wgpu backend can use
     Devices(DevicesArgs),
@@ -222,7 +223,7 @@ pub struct SupportArgs {
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// .npy files (`-` = standard input)
+    /// .npy files, or .npz and .safetensors containers (`-` = standard input)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
     /// JSON instead of text

@@ -1,9 +1,12 @@
 //! The read-only commands: `support` (the support matrix as a table or JSON), `info` (`.npy`
-//! headers) and `devices` (GPU adapters).
+//! headers, and the members of `.npz` and `.safetensors` containers) and `devices` (GPU
+//! adapters).
 
 use crate::backend::wgpu::WgpuTuning;
 use crate::cli::{DevicesArgs, InfoArgs, OpArg, SupportArgs};
-use crate::npy::input::{NpyInput, Source};
+use crate::container::Opened;
+use crate::npy::header::ByteOrder;
+use crate::npy::input::Source;
 use crate::op::Op;
 use crate::report::InputInfo;
 use crate::spec::level::{FeatureLevel, LevelChoice};
@@ -82,18 +85,51 @@ pub fn support(args: &SupportArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// `tensorop info`: every file's header; a malformed file is an error naming it, after the
-/// others are printed.
+/// What `info` found in one file: a `.npy` header, or a container's members.
+enum Found {
+    /// The header as the report shows it, the data's bytes, and the byte order.
+    Npy(InputInfo, u64, ByteOrder),
+    Container(ContainerInfo),
+}
+
+/// A container as `info --json` lists it.
+#[derive(Debug, Serialize)]
+struct ContainerInfo {
+    path: String,
+    /// `npz` or `safetensors`.
+    format: &'static str,
+    /// The file's size in bytes.
+    file_bytes: u64,
+    members: Vec<MemberInfo>,
+}
+
+/// One member of a container, from its directory (no data read, nothing inflated).
+#[derive(Debug, Serialize)]
+struct MemberInfo {
+    name: String,
+    dtype: String,
+    shape: Vec<u64>,
+    byte_order: &'static str,
+    fortran_order: bool,
+    /// An `.npz` member's `.npy` version; `null` in `.safetensors`.
+    npy_version: Option<String>,
+    data_bytes: u64,
+    #[serde(skip)]
+    order: ByteOrder,
+}
+
+/// `tensorop info`: every file's header, or every member of a container; a malformed file is an
+/// error naming it, after the others are printed.
 pub fn info(args: &InfoArgs, out: &mut dyn Write) -> Result<()> {
     let sources: Vec<Source> = args.files.iter().map(|f| Source::parse(f)).collect();
     if sources.iter().filter(|s| **s == Source::Stdin).count() > 1 {
         return Err(anyhow!("standard input can be read only once; name '-' at most once"));
     }
-    let mut infos = Vec::new();
+    let mut found = Vec::new();
     let mut failed = 0;
     for (f, source) in args.files.iter().zip(&sources) {
-        match NpyInput::open(source) {
-            Ok(input) => infos.push((InputInfo::new(f, &input.header), input.header.data_bytes)),
+        match info_of(f, source) {
+            Ok(x) => found.push(x),
             Err(e) => {
                 eprintln!("tensorop: error: {f}: {e:#}");
                 failed += 1;
@@ -101,37 +137,92 @@ pub fn info(args: &InfoArgs, out: &mut dyn Write) -> Result<()> {
         }
     }
     if args.json {
-        let list: Vec<serde_json::Value> = infos
+        let list = found
             .iter()
-            .map(|(i, bytes)| {
-                let mut v = serde_json::to_value(i).unwrap_or_default();
-                v["data_bytes"] = (*bytes).into();
-                v
+            .map(|x| match x {
+                Found::Npy(i, bytes, _) => {
+                    let mut v = serde_json::to_value(i)?;
+                    v["data_bytes"] = (*bytes).into();
+                    Ok(v)
+                }
+                Found::Container(c) => serde_json::to_value(c),
             })
-            .collect();
+            .collect::<serde_json::Result<Vec<_>>>()?;
         let mut text = serde_json::to_string_pretty(&list)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
     } else {
-        for (i, bytes) in &infos {
-            let order = if i.fortran_order { "Fortran" } else { "C" };
-            writeln!(
-                out,
-                "{}: {} {} ({} order, {} byte order, .npy {}, {} data bytes)",
-                i.path,
-                i.dtype,
-                crate::shape::fmt_shape(&i.shape),
-                order,
-                i.byte_order.replace('_', " "),
-                i.npy_version,
-                bytes
-            )?;
+        for x in &found {
+            info_text(x, out)?;
         }
     }
     match failed {
         0 => Ok(()),
         n => Err(anyhow!("{n} of {} files could not be read", args.files.len())),
     }
+}
+
+/// Opens one file named on the command line and describes it.
+fn info_of(f: &str, source: &Source) -> Result<Found> {
+    Ok(match Opened::open(source)? {
+        Opened::Single(x) => Found::Npy(InputInfo::new(f, &x.header), x.header.data_bytes, x.header.byte_order),
+        Opened::Many(c) => Found::Container(ContainerInfo {
+            path: f.to_string(),
+            format: c.format.name(),
+            file_bytes: c.size,
+            members: c
+                .members
+                .iter()
+                .map(|m| MemberInfo {
+                    name: m.name.clone(),
+                    dtype: m.dtype.name(),
+                    shape: m.shape.clone(),
+                    byte_order: m.byte_order.name(),
+                    fortran_order: m.fortran_order,
+                    npy_version: m.npy_version.map(|(major, minor)| format!("{major}.{minor}")),
+                    data_bytes: m.data_bytes,
+                    order: m.byte_order,
+                })
+                .collect(),
+        }),
+    })
+}
+
+/// `info`'s text: one line per `.npy` file; a container's line, then one indented line per member.
+fn info_text(found: &Found, out: &mut dyn Write) -> Result<()> {
+    let order = |fortran: bool| if fortran { "Fortran order" } else { "C order" };
+    match found {
+        Found::Npy(i, bytes, byte_order) => {
+            writeln!(
+                out,
+                "{}: {} {} ({}, {}, .npy {}, {bytes} data bytes)",
+                i.path,
+                i.dtype,
+                crate::shape::fmt_shape(&i.shape),
+                order(i.fortran_order),
+                byte_order.describe(),
+                i.npy_version,
+            )?;
+        }
+        Found::Container(c) => {
+            let members = crate::report::summary::counted(c.members.len() as u64, "member");
+            writeln!(out, "{}: {}, {members}, {} bytes", c.path, c.format, c.file_bytes)?;
+            for m in &c.members {
+                let version = m.npy_version.as_ref().map(|v| format!(", .npy {v}")).unwrap_or_default();
+                writeln!(
+                    out,
+                    "  {}: {} {} ({}, {}{version}, {} data bytes)",
+                    m.name,
+                    m.dtype,
+                    crate::shape::fmt_shape(&m.shape),
+                    order(m.fortran_order),
+                    m.order.describe(),
+                    m.data_bytes
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `tensorop devices`: the adapters the wgpu backend can use.

@@ -19,7 +19,7 @@ pub mod run;
 pub mod safetensors;
 pub mod write;
 
-use crate::npy::header::FileDType;
+use crate::npy::header::{ByteOrder, FileDType};
 use crate::npy::input::{NpyInput, Source};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -82,6 +82,12 @@ pub struct Member {
     pub shape: Vec<u64>,
     /// Stored in Fortran order (an `.npz` member's own header says so; never in `.safetensors`).
     pub fortran_order: bool,
+    /// The elements' byte order (`.safetensors`: little-endian, or none for 1-byte elements).
+    pub byte_order: ByteOrder,
+    /// An `.npz` member's `.npy` format version; `None` in `.safetensors`.
+    pub npy_version: Option<(u8, u8)>,
+    /// The bytes its elements take (the data alone, not an `.npz` member's `.npy` header).
+    pub data_bytes: u64,
     location: Location,
 }
 

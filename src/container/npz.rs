@@ -78,6 +78,9 @@ pub fn open(label: &str, file: File) -> Result<Container> {
             dtype: crate::npy::header::FileDType::Other(String::new()),
             shape: vec![],
             fortran_order: false,
+            byte_order: crate::npy::header::ByteOrder::NotApplicable,
+            npy_version: None,
+            data_bytes: 0,
             location,
         });
     }
@@ -113,6 +116,9 @@ pub fn open(label: &str, file: File) -> Result<Container> {
         m.dtype = header.dtype;
         m.shape = header.shape;
         m.fortran_order = header.fortran_order;
+        m.byte_order = header.byte_order;
+        m.npy_version = Some(header.version);
+        m.data_bytes = header.data_bytes;
     }
     Ok(Container { label: label.into(), format: Format::Npz, members, file, size, bytes_read })
 }

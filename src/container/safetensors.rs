@@ -10,7 +10,7 @@
 
 use super::{check_member_name, Container, Format, Location, Member};
 use crate::dtype::DType;
-use crate::npy::header::FileDType;
+use crate::npy::header::{ByteOrder, FileDType};
 use anyhow::{anyhow, bail, Context, Result};
 use safetensors::tensor::{Dtype, Metadata};
 use std::fs::File;
@@ -85,6 +85,10 @@ pub fn open(label: &str, file: File) -> Result<Container> {
             dtype,
             shape: info.shape.iter().map(|&d| d as u64).collect(),
             fortran_order: false,
+            byte_order: if item_size == 1 { ByteOrder::NotApplicable } else { ByteOrder::Little },
+            npy_version: None,
+            // The header's own range, checked against the dtype and shape by the format's rules.
+            data_bytes: info.data_offsets.1.saturating_sub(info.data_offsets.0) as u64,
             name,
         });
     }

@@ -36,6 +36,16 @@ impl ByteOrder {
         }
     }
 
+    /// As `tensorop info` words it: `little byte order`, `big byte order`, or `no byte order
+    /// (1-byte elements)` where order does not apply.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ByteOrder::Little => "little byte order",
+            ByteOrder::Big => "big byte order",
+            ByteOrder::NotApplicable => "no byte order (1-byte elements)",
+        }
+    }
+
     /// Whether elements must be byte-swapped to be read on this machine.
     pub fn needs_swap(self) -> bool {
         match self {
