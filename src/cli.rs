@@ -62,7 +62,8 @@ pub enum Command {
     Devices(DevicesArgs),
     /// Run a DxDispatch model's element-wise subtract and squared difference dispatches
     Run(RunArgs),
-    /// Compare two .npy results: bit-identical (exit 0) or how far apart (exit 4)
+    /// Compare two .npy results (or two containers, member by member): bit-identical or within
+    /// a tolerance (exit 0), or how far apart (exit 4)
     Compare(CompareArgs),
     /// Merge the --stats summaries of several reports exactly: what one run over all their
     /// elements would report (JSON on standard output)
@@ -83,15 +84,37 @@ pub struct MergeStatsArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// First .npy (`-` = standard input), e.g. DirectML's output
+    /// First input, e.g. DirectML's output: a .npy, or an .npz or .safetensors container (`-` =
+    /// standard input)
     #[arg(value_name = "A")]
     pub a: String,
-    /// Second .npy (`-` = standard input), e.g. expected.npy
+    /// Second input, the reference, e.g. expected.npy (`-` = standard input); two containers
+    /// are compared member by member, paired by name
     #[arg(value_name = "B")]
     pub b: String,
+    /// Elements also count as equal when |a - b| <= ATOL + RTOL * |b|, as NumPy's isclose
+    /// (computed exactly); ATOL alone means RTOL 0. Without --atol, --rtol and --ulps: bit
+    /// equality
+    #[arg(long, value_name = "ATOL", value_parser = parse_tolerance)]
+    pub atol: Option<f64>,
+    /// The relative part of that bound, |b| being B's element; RTOL alone means ATOL 0
+    #[arg(long, value_name = "RTOL", value_parser = parse_tolerance)]
+    pub rtol: Option<f64>,
+    /// Elements also count as equal when at most N units in the last place apart (integers: N
+    /// units of 1). With --atol or --rtol too, either bound suffices
+    #[arg(long, value_name = "N")]
+    pub ulps: Option<u64>,
     /// JSON instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// A tolerance: a finite number, zero or more.
+fn parse_tolerance(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("not a tolerance: {text:?} (a finite number, 0 or more, e.g. 1e-6)")),
+    }
 }
 
 #[derive(Debug, Args)]

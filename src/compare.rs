@@ -1,22 +1,34 @@
-//! `tensorop compare A.npy B.npy`: whether two results are bit-identical and, when not, how far
-//! apart (`docs/dxdispatch.md`, "Compare"): the count of differing elements, the largest
-//! absolute difference, the largest distance in units in the last place (floats), and the first
-//! differences with their indices. Both files stream in chunks, in C order (a Fortran-order file
-//! is read through a C-order copy), so memory stays bounded. `sub --stats` answers a different
-//! question (the distribution of `a - b`): it has no bit equality, no ulps and no positions.
+//! `tensorop compare A B`: whether two results are bit-identical, or within the tolerances given
+//! (`--atol` and `--rtol` as NumPy's `isclose`, `--ulps`), and when not, how far apart
+//! (`docs/dxdispatch.md`, "Compare"): the count of differing elements and of those outside the
+//! tolerances, the largest absolute difference (exactly), the largest distance in units in the
+//! last place (floats), and the first differences with their indices. Two containers (`.npz`,
+//! `.safetensors`) are compared member by member, paired by name as runs pair them. Both sides
+//! stream in chunks, in C order (a Fortran-order file is read through a C-order copy), so memory
+//! stays bounded. `sub --stats` answers a different question (the distribution of `a - b`): it
+//! has no bit equality, no ulps and no positions.
+
+mod elements;
 
 use crate::cli::CompareArgs;
+use crate::container::pairs::{self, Side};
+use crate::container::{Container, Opened};
 use crate::dtype::DType;
 use crate::npy::fortran;
 use crate::npy::header::FileDType;
 use crate::npy::input::{NpyInput, Source};
+use crate::report::summary::{counted, float_text};
 use anyhow::{bail, Context, Result};
-use half::f16;
+pub use elements::Tolerance;
+use elements::{abs_diff, exact, ulp_distance, value, Diff};
 use serde::Serialize;
 use std::io::Write;
 
-/// Exit status when the files differ.
+/// Exit status when the files differ (beyond the tolerances given).
 pub const DIFFER: u8 = 4;
+
+/// Exit status when two containers' members do not pair up, as for runs.
+pub const UNPAIRED: u8 = 5;
 
 /// How many differences are listed.
 const FIRST: usize = 10;
@@ -31,19 +43,32 @@ struct Difference {
     ulps: Option<u64>,
 }
 
-/// What `compare` found.
+/// What `compare` found for one pair of tensors.
 #[derive(Debug, Serialize)]
 struct Comparison {
     a: String,
     b: String,
+    /// The member's name, when two containers are compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    member: Option<String>,
     dtype: &'static str,
     shape: Vec<u64>,
     elements: u64,
     identical: bool,
+    /// `bit_identical`, `within_tolerance` (some elements differ, all within a tolerance given)
+    /// or `different`.
+    verdict: &'static str,
+    /// The tolerances given (`null` when none: bit equality).
+    tolerance: Option<Tolerance>,
     differing: u64,
-    /// Of the pairs that are numbers (not NaN) on both sides, as exact decimal text (`inf` for an
-    /// infinite difference; integers exact whatever their size).
+    /// Differing elements outside every tolerance given (all of them when none is given).
+    outside_tolerance: u64,
+    /// Of the pairs that are numbers (not NaN) on both sides, every digit: integers, and the
+    /// exact decimal expansion of a float difference; `inf` for an infinite one.
     max_abs_difference: Option<String>,
+    /// The same for text: [`Diff::text`].
+    #[serde(skip)]
+    max_abs_text: Option<String>,
     max_abs_difference_at: Option<Vec<u64>>,
     max_ulps: Option<u64>,
     max_ulps_at: Option<Vec<u64>>,
@@ -52,60 +77,228 @@ struct Comparison {
     first_differences: Vec<Difference>,
 }
 
-/// Runs `compare`; returns the exit status (0 identical, [`DIFFER`] when not).
-pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
-    let open = |p: &str| -> Result<NpyInput> {
-        let input = NpyInput::open(&Source::parse(p)).with_context(|| p.to_string())?;
-        if fortran::is_strided_fortran(&input) {
-            return fortran::c_order_copy(&input).with_context(|| format!("{p}: cannot copy to C order"));
+impl Comparison {
+    /// The exit status this comparison alone gives.
+    fn code(&self) -> u8 {
+        if self.outside_tolerance == 0 {
+            0
+        } else {
+            DIFFER
         }
-        Ok(input)
-    };
+    }
+}
+
+/// Runs `compare`; returns the exit status (0 bit-identical or within tolerance, [`DIFFER`]
+/// when not, [`UNPAIRED`] for containers whose members do not pair up).
+pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
     if args.a == "-" && args.b == "-" {
         bail!("standard input can be read only once; name '-' at most once");
     }
-    let (a, b) = (open(&args.a)?, open(&args.b)?);
+    let tol = Tolerance { atol: args.atol, rtol: args.rtol, ulps: args.ulps };
+    let open = |p: &str| Opened::open(&Source::parse(p)).with_context(|| p.to_string());
+    match (open(&args.a)?, open(&args.b)?) {
+        (Opened::Single(a), Opened::Single(b)) => {
+            let c = compare_pair([&args.a, &args.b], a, b, &tol)?;
+            if args.json {
+                write_json(&c, out)?;
+            } else {
+                human(&c, out)?;
+            }
+            Ok(c.code())
+        }
+        (a @ Opened::Many(_), b @ Opened::Many(_)) => compare_containers(args, [&a, &b], &tol, out),
+        _ => bail!(
+            "{} and {}: one is a container and the other a .npy file; compare takes two .npy files or two \
+             containers (.npz, .safetensors), whose members it pairs by name",
+            args.a,
+            args.b
+        ),
+    }
+}
+
+fn write_json(value: &impl Serialize, out: &mut dyn Write) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    out.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// Two containers, member by member.
+#[derive(Debug, Serialize)]
+struct Containers {
+    a: String,
+    b: String,
+    /// `bit_identical`, `within_tolerance`, `different`, `unpaired` or `error`: the worst found,
+    /// as the exit status says.
+    verdict: &'static str,
+    tolerance: Option<Tolerance>,
+    /// One comparison per member pair, in A's member order.
+    members: Vec<Comparison>,
+    only_in_a: Vec<String>,
+    only_in_b: Vec<String>,
+    /// Member pairs that could not be compared (different dtypes or shapes, unreadable data).
+    errors: Vec<MemberError>,
+}
+
+#[derive(Debug, Serialize)]
+struct MemberError {
+    member: String,
+    error: String,
+}
+
+/// Compares two containers' members paired by name. Exit status: 1 when a member pair could not
+/// be compared, else [`UNPAIRED`] when a member has no partner, else [`DIFFER`] when a pair
+/// differs beyond the tolerances, else 0. Every pair is compared in each case.
+fn compare_containers(args: &CompareArgs, [oa, ob]: [&Opened; 2], tol: &Tolerance, out: &mut dyn Write) -> Result<u8> {
+    let pairing = pairs::pair([oa, ob], &[])?;
+    let (Opened::Many(a), Opened::Many(b)) = (oa, ob) else { bail!("internal error: not two containers") };
+    let mut report = Containers {
+        a: args.a.clone(),
+        b: args.b.clone(),
+        verdict: "bit_identical",
+        tolerance: tol.given().then_some(*tol),
+        members: Vec::new(),
+        only_in_a: pairing.only_in_a,
+        only_in_b: pairing.only_in_b,
+        errors: Vec::new(),
+    };
+    for pair in &pairing.pairs {
+        let [Side::Member(i), Side::Member(j)] = pair.sides else { continue };
+        match compare_members([a, b], [i, j], tol) {
+            Ok(c) => report.members.push(c),
+            Err(e) => report.errors.push(MemberError { member: pair.name.clone(), error: format!("{e:#}") }),
+        }
+    }
+    let code = if !report.errors.is_empty() {
+        report.verdict = "error";
+        1
+    } else if !report.only_in_a.is_empty() || !report.only_in_b.is_empty() {
+        report.verdict = "unpaired";
+        UNPAIRED
+    } else if report.members.iter().any(|c| c.code() != 0) {
+        report.verdict = "different";
+        DIFFER
+    } else {
+        if report.members.iter().any(|c| !c.identical) {
+            report.verdict = "within_tolerance";
+        }
+        0
+    };
+    if args.json {
+        write_json(&report, out)?;
+    } else {
+        human_containers(&report, out)?;
+    }
+    Ok(code)
+}
+
+/// Member `i` of `a` against member `j` of `b`.
+fn compare_members([a, b]: [&Container; 2], [i, j]: [usize; 2], tol: &Tolerance) -> Result<Comparison> {
+    let name = &a.members[i].name;
+    let labels = [format!("{}[{name}]", a.label), format!("{}[{name}]", b.label)];
+    let mut c = compare_pair([&labels[0], &labels[1]], a.open_member(i)?, b.open_member(j)?, tol)?;
+    c.member = Some(name.clone());
+    Ok(c)
+}
+
+fn human_containers(r: &Containers, out: &mut dyn Write) -> Result<()> {
+    for c in &r.members {
+        human(c, out)?;
+    }
+    for e in &r.errors {
+        writeln!(out, "member {:?}: cannot compare: {}", e.member, e.error)?;
+    }
+    for (names, side, path) in [(&r.only_in_a, "A", &r.a), (&r.only_in_b, "B", &r.b)] {
+        if !names.is_empty() {
+            let n = counted(names.len() as u64, "member");
+            writeln!(out, "{n} only in {side} ({path}), unpaired: {}", names.join(", "))?;
+        }
+    }
+    let n = |f: &dyn Fn(&Comparison) -> bool| r.members.iter().filter(|c| f(c)).count();
+    let mut line = format!(
+        "{} and {}: {} compared: {} bit-identical, {} within tolerance, {} differ",
+        r.a,
+        r.b,
+        counted(r.members.len() as u64, "member pair"),
+        n(&|c| c.identical),
+        n(&|c| !c.identical && c.code() == 0),
+        n(&|c| c.code() != 0),
+    );
+    let unpaired = r.only_in_a.len() + r.only_in_b.len();
+    if unpaired > 0 {
+        line += &format!("; {} without a partner", counted(unpaired as u64, "member"));
+    }
+    if !r.errors.is_empty() {
+        line += &format!("; {} not comparable", counted(r.errors.len() as u64, "member pair"));
+    }
+    writeln!(out, "{line}")?;
+    Ok(())
+}
+
+/// Compares two tensors element by element; `la` and `lb` name them.
+fn compare_pair([la, lb]: [&str; 2], a: NpyInput, b: NpyInput, tol: &Tolerance) -> Result<Comparison> {
+    let c_order = |input: NpyInput, label: &str| -> Result<NpyInput> {
+        if fortran::is_strided_fortran(&input) {
+            return fortran::c_order_copy(&input).with_context(|| format!("{label}: cannot copy to C order"));
+        }
+        Ok(input)
+    };
+    let (a, b) = (c_order(a, la)?, c_order(b, lb)?);
     let dtype = match (&a.header.dtype, &b.header.dtype) {
         (FileDType::Numeric(x), FileDType::Numeric(y)) if x == y => *x,
-        (x, y) => bail!(
-            "{} is {} and {} is {}: compare needs two files of one numeric dtype",
-            args.a,
-            x.name(),
-            args.b,
-            y.name()
-        ),
+        (x, y) => {
+            bail!("{la} is {} and {lb} is {}: compare needs two tensors of one numeric dtype", x.name(), y.name())
+        }
     };
     let squeeze = |s: &[u64]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
     if squeeze(&a.header.shape) != squeeze(&b.header.shape) {
         bail!(
-            "{} has shape {} and {} has shape {}: not the same elements",
-            args.a,
+            "{la} has shape {} and {lb} has shape {}: not the same elements",
             crate::shape::fmt_shape(&a.header.shape),
-            args.b,
             crate::shape::fmt_shape(&b.header.shape)
         );
     }
-    let shape = a.header.shape.clone();
     let mut c = Comparison {
-        a: args.a.clone(),
-        b: args.b.clone(),
+        a: la.to_string(),
+        b: lb.to_string(),
+        member: None,
         dtype: dtype.name(),
         elements: a.header.elements,
-        shape: shape.clone(),
+        shape: a.header.shape.clone(),
         identical: true,
+        verdict: "bit_identical",
+        tolerance: tol.given().then_some(*tol),
         differing: 0,
+        outside_tolerance: 0,
         max_abs_difference: None,
+        max_abs_text: None,
         max_abs_difference_at: None,
         max_ulps: None,
         max_ulps_at: None,
         nan_mismatches: 0,
         first_differences: Vec::new(),
     };
-    let es = dtype.size();
-    let chunk = 1usize << 16;
-    let (mut ba, mut bb) = (vec![0u8; chunk * es], vec![0u8; chunk * es]);
-    let mut max_abs: Option<Diff> = None;
-    let mut at = 0u64;
+    let max_abs = scan(&mut c, [&a, &b], dtype, tol)?;
+    c.verdict = match (c.identical, c.outside_tolerance) {
+        (true, _) => "bit_identical",
+        (false, 0) => "within_tolerance",
+        _ => "different",
+    };
+    if let Some(d) = max_abs {
+        c.max_abs_difference = Some(d.decimal());
+        c.max_abs_text = Some(d.text());
+    }
+    Ok(c)
+}
+
+/// The largest absolute difference so far: its float64 estimate (rounded once from the exact
+/// value, so it orders as the exact values do, but for ties) and its exact value.
+type Largest = Option<(f64, Diff)>;
+
+/// Streams both tensors in chunks, recording every difference in `c`; returns the largest
+/// absolute difference of the pairs that are numbers on both sides.
+fn scan(c: &mut Comparison, [a, b]: [&NpyInput; 2], dtype: DType, tol: &Tolerance) -> Result<Option<Diff>> {
+    let shape = c.shape.clone();
     let unravel = |flat: u64| -> Vec<u64> {
         let mut idx = vec![0u64; shape.len()];
         let mut rest = flat;
@@ -115,6 +308,11 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
         }
         idx
     };
+    let es = dtype.size();
+    let chunk = 1usize << 16;
+    let (mut ba, mut bb) = (vec![0u8; chunk * es], vec![0u8; chunk * es]);
+    let mut largest: Largest = None;
+    let mut at = 0u64;
     while at < c.elements {
         let k = (c.elements - at).min(chunk as u64) as usize;
         a.read_le(at, &mut ba[..k * es])?;
@@ -126,17 +324,16 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
             let flat = at + i as u64;
             c.identical = false;
             c.differing += 1;
+            if !tol.allows(dtype, x, y) {
+                c.outside_tolerance += 1;
+            }
             let (vx, vy) = (value(dtype, x), value(dtype, y));
-            let ulps = ulp_distance(dtype, x, y);
             if vx.is_nan() || vy.is_nan() {
                 c.nan_mismatches += 1;
-            } else {
-                let d = abs_diff(dtype, x, y);
-                if max_abs.is_none_or(|m| d > m) {
-                    max_abs = Some(d);
-                    c.max_abs_difference_at = Some(unravel(flat));
-                }
+            } else if outgrows(&mut largest, dtype, [x, y]) {
+                c.max_abs_difference_at = Some(unravel(flat));
             }
+            let ulps = ulp_distance(dtype, x, y);
             if let Some(u) = ulps {
                 if c.max_ulps.is_none_or(|m| u > m) {
                     c.max_ulps = Some(u);
@@ -154,34 +351,52 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
         }
         at += k as u64;
     }
-    c.max_abs_difference = max_abs.map(|d| match d {
-        Diff::Float(f) => f.to_string(),
-        Diff::Int(i) => i.to_string(),
-    });
-    if args.json {
-        let mut text = serde_json::to_string_pretty(&c)?;
-        text.push('\n');
-        out.write_all(text.as_bytes())?;
-    } else {
-        human(&c, out)?;
+    Ok(largest.map(|(_, d)| d))
+}
+
+/// Whether the difference of `x` and `y` (not NaN) is larger than `largest`, which it then
+/// becomes. Floats are first compared by `|x - y|` in float64, rounded once from the exact
+/// difference, so it orders as the exact differences do but for ties: only a tie (or a new
+/// largest) needs the exact difference.
+fn outgrows(largest: &mut Largest, dtype: DType, [x, y]: [&[u8]; 2]) -> bool {
+    let int = (!dtype.is_float()).then(|| abs_diff(dtype, x, y));
+    let estimate = match &int {
+        Some(Diff::Int(d)) => *d as f64,
+        _ => (value(dtype, x) - value(dtype, y)).abs(),
+    };
+    let exact_diff = || int.clone().unwrap_or_else(|| abs_diff(dtype, x, y));
+    let larger = match largest {
+        None => true,
+        Some((m, _)) if estimate < *m => false,
+        Some((m, _)) if estimate > *m => true,
+        Some((_, m)) => exact_diff().cmp_exact(m).is_gt(),
+    };
+    if larger {
+        *largest = Some((estimate, exact_diff()));
     }
-    Ok(if c.identical { 0 } else { DIFFER })
+    larger
 }
 
 fn human(c: &Comparison, out: &mut dyn Write) -> Result<()> {
     let shape = crate::shape::fmt_shape(&c.shape);
+    let elements = counted(c.elements, "element");
     if c.identical {
-        writeln!(out, "{} and {}: bit-identical ({} {shape}, {} elements)", c.a, c.b, c.dtype, c.elements)?;
+        writeln!(out, "{} and {}: bit-identical ({} {shape}, {elements})", c.a, c.b, c.dtype)?;
         return Ok(());
     }
     let pct = 100.0 * c.differing as f64 / c.elements.max(1) as f64;
+    let verdict = match c.outside_tolerance {
+        _ if c.tolerance.is_none() => String::new(),
+        0 => format!("; all within tolerance ({})", tolerance_text(c)),
+        n => format!("; {n} outside tolerance ({})", tolerance_text(c)),
+    };
     writeln!(
         out,
-        "{} and {}: {} of {} elements differ ({pct:.3}%), {} {shape}",
-        c.a, c.b, c.differing, c.elements, c.dtype
+        "{} and {}: {} of {elements} differ ({pct:.3}%), {} {shape}{verdict}",
+        c.a, c.b, c.differing, c.dtype
     )?;
     let idx = |i: &Option<Vec<u64>>| i.as_ref().map(|v| crate::shape::fmt_shape(v)).unwrap_or_default();
-    if let Some(d) = &c.max_abs_difference {
+    if let Some(d) = &c.max_abs_text {
         writeln!(out, "largest absolute difference: {d} at {}", idx(&c.max_abs_difference_at))?;
     }
     if let Some(u) = c.max_ulps {
@@ -198,129 +413,18 @@ fn human(c: &Comparison, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// An element as the shortest decimal that reads back as the same value in its dtype, so two
-/// neighbouring floats never print alike; a NaN with its bits, so two NaNs can be told apart.
-fn exact(dtype: DType, b: &[u8]) -> String {
-    if value(dtype, b).is_nan() {
-        return format!("NaN (0x{:0w$X})", crate::dxdispatch::values::bits(b), w = 2 * b.len());
+/// The tolerances given, as flags: `--atol 1e-6 --ulps 2`.
+fn tolerance_text(c: &Comparison) -> String {
+    let Some(t) = &c.tolerance else { return String::new() };
+    let mut parts = Vec::new();
+    if let Some(x) = t.atol {
+        parts.push(format!("--atol {}", float_text(x)));
     }
-    match dtype {
-        DType::F16 => {
-            let h = f16::from_le_bytes([b[0], b[1]]);
-            // The fewest significant digits that read back as this float16.
-            (0..8)
-                .map(|p| format!("{:.*e}", p, f64::from(h)))
-                .find_map(|t| t.parse::<f64>().ok().filter(|&v| f16::from_f64(v) == h).map(|v| v.to_string()))
-                .unwrap_or_else(|| h.to_string())
-        }
-        // A bfloat16 is a float32 with its low 16 bits zero: float32's shortest digits may
-        // need more than bfloat16's, but they read back as the same value.
-        DType::BF16 => f32::from(half::bf16::from_le_bytes([b[0], b[1]])).to_string(),
-        DType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
-        DType::F64 => value(dtype, b).to_string(),
-        _ => crate::dxdispatch::values::format(dtype, b),
+    if let Some(x) = t.rtol {
+        parts.push(format!("--rtol {}", float_text(x)));
     }
-}
-
-/// An element as a double (exact for floats and for integers up to 2^53).
-fn value(dtype: DType, b: &[u8]) -> f64 {
-    let mut x = [0u8; 8];
-    x[..b.len()].copy_from_slice(b);
-    match dtype {
-        DType::F16 => f64::from(f16::from_le_bytes([x[0], x[1]])),
-        DType::BF16 => f64::from(half::bf16::from_le_bytes([x[0], x[1]])),
-        DType::F32 => f64::from(f32::from_le_bytes([x[0], x[1], x[2], x[3]])),
-        DType::F64 => f64::from_le_bytes(x),
-        _ => 0.0,
+    if let Some(n) = t.ulps {
+        parts.push(format!("--ulps {n}"));
     }
-}
-
-/// An absolute difference: exact for integers, a double for floats.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-enum Diff {
-    Float(f64),
-    Int(u128),
-}
-
-/// `|a - b|`: exact for integers, the double nearest the exact difference for floats.
-fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
-    let int = |b: &[u8], signed: bool| -> i128 {
-        let mut x = [0u8; 8];
-        x[..b.len()].copy_from_slice(b);
-        let u = u64::from_le_bytes(x);
-        if signed {
-            let shift = 64 - 8 * b.len() as u32;
-            (((u << shift) as i64) >> shift) as i128
-        } else {
-            u as i128
-        }
-    };
-    match dtype {
-        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Diff::Float((value(dtype, a) - value(dtype, b)).abs()),
-        DType::I8 | DType::I16 | DType::I32 | DType::I64 => Diff::Int((int(a, true) - int(b, true)).unsigned_abs()),
-        _ => Diff::Int((int(a, false) - int(b, false)).unsigned_abs()),
-    }
-}
-
-/// Units in the last place from `a` to `b` (floats): the count of representable values between
-/// them, 0 for +0 and -0; `None` for integers, NaNs, and an infinity against a finite value.
-pub fn ulp_distance(dtype: DType, a: &[u8], b: &[u8]) -> Option<u64> {
-    let bits = match dtype {
-        DType::F16 | DType::BF16 => 16u32,
-        DType::F32 => 32,
-        DType::F64 => 64,
-        _ => return None,
-    };
-    let (va, vb) = (value(dtype, a), value(dtype, b));
-    if va.is_nan() || vb.is_nan() || (va.is_infinite() != vb.is_infinite()) {
-        return None;
-    }
-    let raw = |x: &[u8]| -> i128 {
-        let mut buf = [0u8; 8];
-        buf[..x.len()].copy_from_slice(x);
-        let u = u64::from_le_bytes(buf) as u128;
-        let sign = 1u128 << (bits - 1);
-        let magnitude = (u & (sign - 1)) as i128;
-        if u & sign != 0 {
-            -magnitude
-        } else {
-            magnitude
-        }
-    };
-    Some((raw(a) - raw(b)).unsigned_abs() as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ulps_count_representable_values_between() {
-        let f = |x: f32| x.to_le_bytes();
-        assert_eq!(ulp_distance(DType::F32, &f(1.0), &f(1.0 + f32::EPSILON)), Some(1));
-        assert_eq!(ulp_distance(DType::F32, &f(0.0), &f(-0.0)), Some(0));
-        // Across zero: the smallest subnormals on either side are 2 apart.
-        assert_eq!(ulp_distance(DType::F32, &f(f32::from_bits(1)), &f(-f32::from_bits(1))), Some(2));
-        assert_eq!(ulp_distance(DType::F32, &f(f32::NAN), &f(1.0)), None);
-        assert_eq!(ulp_distance(DType::F32, &f(f32::INFINITY), &f(f32::MAX)), None);
-        let h = |x: f32| f16::from_f32(x).to_le_bytes();
-        assert_eq!(ulp_distance(DType::F16, &h(1.0), &h(1.0 + 1.0 / 1024.0)), Some(1));
-        assert_eq!(ulp_distance(DType::I32, &1i32.to_le_bytes(), &2i32.to_le_bytes()), None);
-    }
-
-    #[test]
-    fn integer_differences_are_exact() {
-        assert_eq!(abs_diff(DType::I8, &[0x80], &[0x7f]), Diff::Int(255));
-        assert_eq!(abs_diff(DType::U64, &u64::MAX.to_le_bytes(), &0u64.to_le_bytes()), Diff::Int(u64::MAX.into()));
-        let d = abs_diff(DType::I64, &i64::MAX.to_le_bytes(), &i64::MIN.to_le_bytes());
-        assert_eq!(d, Diff::Int(u64::MAX.into()));
-    }
-
-    #[test]
-    fn floats_print_with_the_fewest_digits_of_their_type() {
-        assert_eq!(exact(DType::F16, &f16::from_f32(0.1).to_le_bytes()), "0.1");
-        assert_eq!(exact(DType::F16, &f16::from_f32(1.0).to_le_bytes()), "1");
-        assert_eq!(exact(DType::F32, &0.1f32.to_le_bytes()), "0.1");
-        assert_eq!(exact(DType::F32, &f32::from_bits(0x7fc0_0001).to_le_bytes()), "NaN (0x7FC00001)");
-    }
+    parts.join(" ")
 }
