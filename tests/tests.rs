@@ -11,6 +11,7 @@ mod common;
 mod backends;
 mod checks;
 mod commands;
+mod compare;
 mod containers;
 mod crosscheck;
 mod dask;
