@@ -90,18 +90,7 @@ impl Config {
             // The result goes into the repro (the export names the file).
             (_, Some(dir)) => Destination::Path(dir.join(crate::dxdispatch::export::EXPECTED)),
             (Some(p), None) => Destination::parse(p),
-            (None, None) if stdout_is_terminal && !args.dry_run => {
-                let null = if cfg!(windows) { "NUL" } else { "/dev/null" };
-                let alone = if args.stats {
-                    format!("; for the statistics alone, keep no result: -o {null}")
-                } else {
-                    String::new()
-                };
-                return Err(UsageError(format!(
-                    "refusing to write binary .npy data to a terminal; give an output path with -o OUT.npy \
-                     (or pipe the output, or use -o - to force standard output){alone}"
-                )));
-            }
+            (None, None) if stdout_is_terminal && !args.dry_run => return Err(no_terminal_output(args.stats)),
             (None, None) => Destination::Stdout,
         };
         let report = args.report.as_deref().map(Destination::parse);
@@ -177,6 +166,16 @@ impl Config {
             part,
         })
     }
+}
+
+/// The refusal of a result on a terminal, with the way to the statistics alone for `--stats`.
+fn no_terminal_output(stats: bool) -> UsageError {
+    let null = if cfg!(windows) { "NUL" } else { "/dev/null" };
+    let alone = if stats { format!("; for the statistics alone, keep no result: -o {null}") } else { String::new() };
+    UsageError(format!(
+        "refusing to write binary .npy data to a terminal; give an output path with -o OUT.npy (or pipe the \
+         output, or use -o - to force standard output){alone}"
+    ))
 }
 
 /// The paths a report must not replace: the inputs, and the result (the output, or the

@@ -12,6 +12,7 @@ pub mod config;
 pub mod container;
 pub mod dtype;
 pub mod dxdispatch;
+pub(crate) mod notices;
 pub mod npy;
 pub mod op;
 pub(crate) mod output;

@@ -102,7 +102,7 @@ pub fn run(cfg: &Config) -> Outcome {
     if let (Outcome::Ok, true, Some(p), Some(v), false) =
         (&outcome, cfg.dry_run, &trace.plan, &trace.validation, cfg.quiet)
     {
-        eprintln!("tensorop: {}", dry_run_verdict(cfg, p, v));
+        eprintln!("tensorop: {}", crate::notices::dry_run_verdict(cfg, p, v));
     }
     let report = trace.report(cfg, &outcome, start.elapsed());
     with_report(cfg, outcome, report_sink, |sink| report.write_to(sink))
@@ -170,67 +170,9 @@ pub(crate) fn note_leftovers(cfg: &Config, dest: &Destination, sink: &Sink) {
     }
 }
 
-/// What a dry run that passed would have done, for standard error: a dry run is never silent.
-fn dry_run_verdict(cfg: &Config, plan: &Plan, validation: &Validation) -> String {
-    let level = match cfg.level {
-        LevelChoice::None => "with --feature-level none".to_string(),
-        LevelChoice::Dml(l) => match validation.minimum_level {
-            Some(oldest) if oldest == l => format!("at feature level {l}, the oldest that accepts these inputs"),
-            Some(oldest) => format!("at feature level {l} (and at every level from {oldest})"),
-            None => format!("at feature level {l}"),
-        },
-    };
-    format!(
-        "dry run: every check passes {level}; the result would be {} {} ({} bytes){}; nothing was computed or \
-         written",
-        plan.dtype.name(),
-        crate::shape::fmt_shape(&plan.out_shape),
-        plan.output_bytes(),
-        match &cfg.output {
-            Destination::Path(p) => format!(" at {}", p.display()),
-            Destination::Stdout => String::new(),
-        }
-    )
-}
-
-/// Says on standard error (unless `--quiet`) which flags do nothing for these inputs: `--member`,
-/// `--skip-unpaired` and `-v` for two `.npy` files, `--half-precision` for a dtype that is not
-/// float16 or bfloat16.
-fn note_idle_flags(cfg: &Config, inputs: &[NpyInput]) {
-    if cfg.quiet {
-        return;
-    }
-    let mut idle = Vec::new();
-    if !cfg.members.is_empty() {
-        idle.push("--member");
-    }
-    if cfg.skip_unpaired {
-        idle.push("--skip-unpaired");
-    }
-    if cfg.verbose {
-        idle.push("--verbose");
-    }
-    for flag in idle {
-        eprintln!(
-            "tensorop: warning: {flag} applies to containers (.npz, .safetensors); it does nothing for two .npy files"
-        );
-    }
-    let sixteen = |x: &NpyInput| {
-        matches!(
-            x.header.dtype,
-            crate::npy::header::FileDType::Numeric(crate::dtype::DType::F16 | crate::dtype::DType::BF16)
-        )
-    };
-    if cfg.sem.half_precision && !inputs.iter().any(sixteen) {
-        eprintln!(
-            "tensorop: warning: --half-precision applies to float16 and bfloat16; it does nothing for these inputs"
-        );
-    }
-}
-
 /// The stages in order; each records its product in `trace` before the next starts.
 fn stages(cfg: &Config, inputs: Vec<NpyInput>, trace: &mut Trace) -> Result<Outcome> {
-    note_idle_flags(cfg, &inputs);
+    crate::notices::idle_flags(cfg, &inputs);
     let [a, b] = [&inputs[0], &inputs[1]];
     let t = Instant::now();
     fn spec(i: usize, x: &NpyInput) -> TensorSpec<'_> {

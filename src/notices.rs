@@ -1,0 +1,68 @@
+//! What a `sub` or `sqdiff` run says on standard error besides errors and `--stats`, so that it
+//! is never silent and never silently does nothing: the verdict of a dry run that passed, and
+//! the flags that do nothing for the inputs given. `-q` silences both.
+
+use crate::config::Config;
+use crate::npy::input::NpyInput;
+use crate::output::Destination;
+use crate::plan::Plan;
+use crate::spec::checks::Validation;
+use crate::spec::level::LevelChoice;
+
+/// What a dry run that passed would have done, for standard error: a dry run is never silent.
+pub(crate) fn dry_run_verdict(cfg: &Config, plan: &Plan, validation: &Validation) -> String {
+    let level = match cfg.level {
+        LevelChoice::None => "with --feature-level none".to_string(),
+        LevelChoice::Dml(l) => match validation.minimum_level {
+            Some(oldest) if oldest == l => format!("at feature level {l}, the oldest that accepts these inputs"),
+            Some(oldest) => format!("at feature level {l} (and at every level from {oldest})"),
+            None => format!("at feature level {l}"),
+        },
+    };
+    format!(
+        "dry run: every check passes {level}; the result would be {} {} ({} bytes){}; nothing was computed or \
+         written",
+        plan.dtype.name(),
+        crate::shape::fmt_shape(&plan.out_shape),
+        plan.output_bytes(),
+        match &cfg.output {
+            Destination::Path(p) => format!(" at {}", p.display()),
+            Destination::Stdout => String::new(),
+        }
+    )
+}
+
+/// Says on standard error (unless `--quiet`) which flags do nothing for these inputs: `--member`,
+/// `--skip-unpaired` and `-v` for two `.npy` files, `--half-precision` for a dtype that is not
+/// float16 or bfloat16.
+pub(crate) fn idle_flags(cfg: &Config, inputs: &[NpyInput]) {
+    if cfg.quiet {
+        return;
+    }
+    let mut idle = Vec::new();
+    if !cfg.members.is_empty() {
+        idle.push("--member");
+    }
+    if cfg.skip_unpaired {
+        idle.push("--skip-unpaired");
+    }
+    if cfg.verbose {
+        idle.push("--verbose");
+    }
+    for flag in idle {
+        eprintln!(
+            "tensorop: warning: {flag} applies to containers (.npz, .safetensors); it does nothing for two .npy files"
+        );
+    }
+    let sixteen = |x: &NpyInput| {
+        matches!(
+            x.header.dtype,
+            crate::npy::header::FileDType::Numeric(crate::dtype::DType::F16 | crate::dtype::DType::BF16)
+        )
+    };
+    if cfg.sem.half_precision && !inputs.iter().any(sixteen) {
+        eprintln!(
+            "tensorop: warning: --half-precision applies to float16 and bfloat16; it does nothing for these inputs"
+        );
+    }
+}
