@@ -136,6 +136,11 @@ impl Opened {
             };
             let mut first = [0u8; 16];
             let n = read_prefix_at(&file, base, &mut first)?;
+            // On Windows a positional read moves the handle's position, which standard input's
+            // duplicates share: put it back for the reader that follows.
+            if *source == Source::Stdin {
+                (&file).seek(std::io::SeekFrom::Start(base)).context("cannot rewind standard input")?;
+            }
             match sniff(&first[..n]) {
                 Some(Format::Npz) if base == 0 => return Ok(Opened::Many(npz::open(&label, file)?)),
                 Some(Format::Safetensors) if base == 0 => return Ok(Opened::Many(safetensors::open(&label, file)?)),
