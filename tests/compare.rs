@@ -23,16 +23,6 @@ fn has(text: &str, parts: &[&str]) {
     }
 }
 
-/// a.npy and b.npy (float32 [2, 2]): b[0, 1] is 3 ulp above 2, b[1, 1] is 4.5 against 4.
-fn float32_pair(dir: &Dir) {
-    let a = [1.0f32, 2.0, 3.0, 4.0];
-    let mut b = a;
-    b[1] = f32::from_bits(2.0f32.to_bits() + 3);
-    b[3] = 4.5;
-    dir.write("a.npy", &npy(&[2, 2], &a));
-    dir.write("b.npy", &npy(&[2, 2], &b));
-}
-
 #[test]
 fn without_a_tolerance_any_difference_is_exit_4() {
     let dir = Dir::new();

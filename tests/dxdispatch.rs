@@ -467,12 +467,7 @@ fn hostile_models_are_refused_without_allocating_what_they_ask_for() {
 #[test]
 fn compare_says_identical_or_how_far_apart() {
     let dir = Dir::new();
-    let a = [1.0f32, 2.0, 3.0, 4.0];
-    let mut b = a;
-    b[1] = f32::from_bits(2.0f32.to_bits() + 3);
-    b[3] = 4.5;
-    dir.write("a.npy", &npy(&[2, 2], &a));
-    dir.write("b.npy", &npy(&[2, 2], &b));
+    float32_pair(&dir);
     let same = dir.run(&["compare", "a.npy", "a.npy"]);
     same.ok();
     assert!(same.stdout_str().contains("bit-identical"));

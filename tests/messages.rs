@@ -75,20 +75,8 @@ fn a_dxdispatch_hint_names_what_works_with_dxdispatch() {
 #[test]
 fn run_says_which_files_it_wrote() {
     let dir = Dir::new();
-    let model = r#"{
-      "resources": {
-        "A": { "initialValuesDataType": "FLOAT32", "initialValues": { "valueCount": 4, "value": 3 } },
-        "Out": { "initialValuesDataType": "FLOAT32", "initialValues": { "valueCount": 4, "value": 0 } }
-      },
-      "dispatchables": { "minus": { "type": "DML_OPERATOR_ELEMENT_WISE_SUBTRACT", "desc": {
-        "ATensor": { "DataType": "FLOAT32", "Sizes": [4] },
-        "BTensor": { "DataType": "FLOAT32", "Sizes": [4] },
-        "OutputTensor": { "DataType": "FLOAT32", "Sizes": [4] } } } },
-      "commands": [
-        { "type": "dispatch", "dispatchable": "minus", "bindings": { "ATensor": "A", "BTensor": "A", "OutputTensor": "Out" } },
-        { "type": "writeFile", "targetPath": "output.npy", "resource": "Out", "dimensions": [4] }
-      ]
-    }"#;
+    let constant = r#"{ "valueCount": 4, "value": 3 }"#;
+    let model = subtract_model(constant, constant, "output.npy");
     dir.write("model.json", model.as_bytes());
     dir.run(&["run", "model.json"]).ok().stderr_mentions("tensorop: wrote output.npy");
     assert_eq!(dir.run(&["run", "model.json", "-q"]).ok().stderr, "");

@@ -173,21 +173,7 @@ fn containers_and_dxdispatch_directories_are_guarded_too() {
 fn run_never_reports_over_the_model_or_its_files() {
     let dir = Dir::new();
     write_ab(&dir);
-    let model = r#"{
-      "resources": {
-        "A": { "initialValues": { "sourcePath": "a.npy" } },
-        "B": { "initialValuesDataType": "FLOAT32", "initialValues": { "valueCount": 4, "value": 1 } },
-        "Out": { "initialValuesDataType": "FLOAT32", "initialValues": { "valueCount": 4, "value": 0 } }
-      },
-      "dispatchables": { "minus": { "type": "DML_OPERATOR_ELEMENT_WISE_SUBTRACT", "desc": {
-        "ATensor": { "DataType": "FLOAT32", "Sizes": [4] },
-        "BTensor": { "DataType": "FLOAT32", "Sizes": [4] },
-        "OutputTensor": { "DataType": "FLOAT32", "Sizes": [4] } } } },
-      "commands": [
-        { "type": "dispatch", "dispatchable": "minus", "bindings": { "ATensor": "A", "BTensor": "B", "OutputTensor": "Out" } },
-        { "type": "writeFile", "targetPath": "result.npy", "resource": "Out", "dimensions": [4] }
-      ]
-    }"#;
+    let model = subtract_model(r#"{ "sourcePath": "a.npy" }"#, r#"{ "valueCount": 4, "value": 1 }"#, "result.npy");
     let a4 = npy(&[4], &[1.0f32, 2.0, 3.0, 4.0]);
     dir.write("a.npy", &a4);
     dir.write("model.json", model.as_bytes());

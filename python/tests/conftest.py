@@ -23,3 +23,20 @@ except FileNotFoundError:
                          "tensorop.exe" if os.name == "nt" else "tensorop")
     if os.path.isfile(built):
         os.environ["TENSOROP_BIN"] = built
+
+
+def require_numpy_and_dask():
+    """Imports numpy and Dask's distributed for a test module, or skips the whole module saying
+    why; TENSOROP_REQUIRE_DASK=1 (as CI sets it) makes a missing package a failure. Returns
+    numpy."""
+    import pytest
+
+    try:
+        import numpy
+        import distributed  # noqa: F401 (the driver and the clusters need it)
+    except ImportError as e:  # pragma: no cover (depends on the machine)
+        if os.environ.get("TENSOROP_REQUIRE_DASK") == "1":
+            raise ImportError(f"{e}; TENSOROP_REQUIRE_DASK=1 forbids skipping") from e
+        pytest.skip(f"needs numpy and dask[distributed] ({e}); pip install 'tensorop[dask]' numpy; "
+                    "set TENSOROP_REQUIRE_DASK=1 to make this a failure", allow_module_level=True)
+    return numpy

@@ -23,15 +23,10 @@ import zlib
 
 import pytest
 
-REQUIRE = os.environ.get("TENSOROP_REQUIRE_DASK") == "1"
-try:
-    import numpy as np
-    from distributed import Client, LocalCluster
-except ImportError as e:  # pragma: no cover (depends on the machine)
-    if REQUIRE:
-        raise ImportError(f"{e}; TENSOROP_REQUIRE_DASK=1 forbids skipping") from e
-    pytest.skip(f"needs numpy and dask[distributed] ({e}); pip install 'tensorop[dask]' numpy; "
-                "set TENSOROP_REQUIRE_DASK=1 to make this a failure", allow_module_level=True)
+from conftest import require_numpy_and_dask  # noqa: E402
+
+np = require_numpy_and_dask()
+from distributed import Client, LocalCluster  # noqa: E402
 
 import tensorop
 from tensorop import dask_driver

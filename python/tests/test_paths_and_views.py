@@ -14,14 +14,9 @@ import subprocess
 
 import pytest
 
-try:
-    import numpy as np
-    import distributed  # noqa: F401 (the driver's main needs it)
-except ImportError as e:  # pragma: no cover (depends on the machine)
-    if os.environ.get("TENSOROP_REQUIRE_DASK") == "1":
-        raise ImportError(f"{e}; TENSOROP_REQUIRE_DASK=1 forbids skipping") from e
-    pytest.skip(f"needs numpy and dask[distributed] ({e}); pip install 'tensorop[dask]' numpy",
-                allow_module_level=True)
+from conftest import require_numpy_and_dask  # noqa: E402
+
+np = require_numpy_and_dask()
 
 import tensorop
 from tensorop import dask_driver

@@ -123,3 +123,35 @@ pub fn assert_malformed(bad: &[u8], as_b: bool) -> Out {
 pub fn f32_header(shape: &str) -> String {
     header_dict("<f4", false, shape)
 }
+
+/// A DxDispatch model of one float32 `[4]` subtract, `A - B`, whose result `writeFile` writes to
+/// `target`; `a` and `b` are the resources' `initialValues` objects (JSON).
+pub fn subtract_model(a: &str, b: &str, target: &str) -> String {
+    format!(
+        r#"{{
+      "resources": {{
+        "A": {{ "initialValuesDataType": "FLOAT32", "initialValues": {a} }},
+        "B": {{ "initialValuesDataType": "FLOAT32", "initialValues": {b} }},
+        "Out": {{ "initialValuesDataType": "FLOAT32", "initialValues": {{ "valueCount": 4, "value": 0 }} }}
+      }},
+      "dispatchables": {{ "minus": {{ "type": "DML_OPERATOR_ELEMENT_WISE_SUBTRACT", "desc": {{
+        "ATensor": {{ "DataType": "FLOAT32", "Sizes": [4] }},
+        "BTensor": {{ "DataType": "FLOAT32", "Sizes": [4] }},
+        "OutputTensor": {{ "DataType": "FLOAT32", "Sizes": [4] }} }} }} }},
+      "commands": [
+        {{ "type": "dispatch", "dispatchable": "minus", "bindings": {{ "ATensor": "A", "BTensor": "B", "OutputTensor": "Out" }} }},
+        {{ "type": "writeFile", "targetPath": "{target}", "resource": "Out", "dimensions": [4] }}
+      ]
+    }}"#
+    )
+}
+
+/// a.npy and b.npy (float32 [2, 2]): b[0, 1] is 3 ulp above 2, b[1, 1] is 4.5 against 4.
+pub fn float32_pair(dir: &Dir) {
+    let a = [1.0f32, 2.0, 3.0, 4.0];
+    let mut b = a;
+    b[1] = f32::from_bits(2.0f32.to_bits() + 3);
+    b[3] = 4.5;
+    dir.write("a.npy", &npy(&[2, 2], &a));
+    dir.write("b.npy", &npy(&[2, 2], &b));
+}
