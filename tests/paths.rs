@@ -132,10 +132,13 @@ fn standard_streams_are_the_files_they_are_connected_to() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the result (standard output)"));
     assert_eq!(dir.read("out.npy"), b"");
-    // A report beside them is fine, and so is the null device for both.
+    // A report beside them is fine, and so is Windows' null device name for both (on Unix, one
+    // device written twice is in targets::output_and_report_to_one_path_is_a_usage_error, with
+    // private nodes, not the real /dev/null).
     dir.run(&["sub", "a.npy", "b.npy", "-o", "out.npy", "--report", "r.json"]).ok();
-    let null = if cfg!(windows) { "NUL" } else { "/dev/null" };
-    dir.run(&["sub", "a.npy", "b.npy", "-o", null, "--report", null]).ok();
+    if cfg!(windows) {
+        dir.run(&["sub", "a.npy", "b.npy", "-o", "NUL", "--report", "NUL"]).ok();
+    }
 }
 
 #[test]
