@@ -1,7 +1,7 @@
 //! Turns parsed arguments into a [`Config`]: paths, level, backend and modes resolved, usage
 //! rules that clap cannot express enforced. Nothing after this module sees clap; nothing in it
 //! opens a file for its data: it only asks what the paths it was given name
-//! ([`crate::output::identity`]), so that a report never replaces an input or the result.
+//! (`output::identity`), so that a report never replaces an input or the result.
 
 use crate::backend::wgpu::WgpuTuning;
 use crate::backend::BackendKind;
