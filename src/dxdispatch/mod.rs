@@ -6,7 +6,10 @@
 //!   [`values`]), checks each dispatch at a feature level and runs its element-wise subtract and
 //!   squared difference dispatches on tensorop's backends (`exec`).
 
-pub(crate) mod exec;
+mod buffer;
+mod checks;
+mod desc;
+mod exec;
 pub mod export;
 pub mod json;
 pub mod model;
@@ -20,7 +23,7 @@ use crate::npy::input::NpyInput;
 use crate::output::{Destination, Sink, Writing, NAMED_TEMPFILES_ENV};
 use crate::report::Tool;
 use anyhow::{anyhow, bail, Context, Result};
-use exec::DispatchReport;
+use checks::DispatchReport;
 use model::{Command, Init, Model, Paths};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -177,7 +180,7 @@ fn run_model(
     if let Some(msg) = report_clash(args, &model) {
         return Ok(Err(Stop::Usage(msg)));
     }
-    *dispatches = exec::check_all(&model, args.feature_level);
+    *dispatches = checks::check_all(&model, args.feature_level);
     let failures: Vec<String> = dispatches
         .iter()
         .filter(|d| !d.valid)
@@ -320,7 +323,7 @@ fn preflight(model: &Model, limit: u64) -> Result<()> {
     for c in &model.commands {
         if let Command::Dispatch { dispatchable, bindings } = c {
             let d = &model.dispatchables[*dispatchable];
-            let t = exec::dispatch_temp_bytes(d, bindings).unwrap_or(u64::MAX);
+            let t = desc::dispatch_temp_bytes(d, bindings).unwrap_or(u64::MAX);
             if t > temp {
                 (temp, busiest) = (t, Some(&d.name));
             }
