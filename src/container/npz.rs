@@ -230,21 +230,21 @@ impl<W: Write> Writer<W> {
             .large_file(len >= u32::MAX as u64);
         self.zip.start_file(format!("{name}.npy"), options).map_err(|e| match e {
             // The target's own error (a closed standard output stays a `BrokenPipe`).
-            zip::result::ZipError::Io(io) => super::write::from_io(io),
+            zip::result::ZipError::Io(io) => crate::output::from_io(io),
             other => anyhow!("member {name}: {other}"),
         })
     }
 
     /// Writes the current member's next bytes.
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.zip.write_all(bytes).map_err(super::write::from_io)
+        self.zip.write_all(bytes).map_err(crate::output::from_io)
     }
 
     /// Writes the central directory.
     pub fn finish(self) -> Result<()> {
         let zip = std::mem::ManuallyDrop::into_inner(self.zip);
         zip.finish().map_err(|e| match e {
-            zip::result::ZipError::Io(io) => super::write::from_io(io),
+            zip::result::ZipError::Io(io) => crate::output::from_io(io),
             other => anyhow!("cannot write: {other}"),
         })?;
         Ok(())

@@ -8,6 +8,7 @@
 use super::npz;
 use super::safetensors;
 use crate::dtype::DType;
+use crate::output::from_io;
 use crate::output::{BrokenPipe, Sink};
 use anyhow::{bail, Context, Result};
 use std::io::{self, Write};
@@ -143,15 +144,5 @@ impl Write for SinkWriter<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-/// An error of the writer below as the pipeline expects it: a closed standard output is a
-/// [`BrokenPipe`].
-pub(crate) fn from_io(e: io::Error) -> anyhow::Error {
-    if e.get_ref().is_some_and(|inner| inner.is::<BrokenPipe>()) {
-        anyhow::Error::new(BrokenPipe)
-    } else {
-        anyhow::Error::new(e).context("cannot write")
     }
 }

@@ -3,9 +3,10 @@
 //! dispatch the oldest level that accepts it; the report's `dispatches` entries.
 
 use super::desc::{addressed_bytes, element_count, sizes64};
-use super::model::{dml_name, Binding, Command, Dispatchable, Model, Resource, TensorDesc, TENSOR_NAMES};
+use super::model::{Binding, Command, Dispatchable, Model, Resource, TensorDesc, TENSOR_NAMES};
 use crate::npy::header::FileDType;
 use crate::spec::checks::{validate, BroadcastMode, Check, CheckId, Status, TensorSpec};
+use crate::spec::dml::dml_name;
 use crate::spec::dml::TensorDesc as DmlTensorDesc;
 use crate::spec::level::{FeatureLevel, LevelChoice};
 use crate::spec::matrix::row_for;

@@ -9,7 +9,7 @@
 
 use super::buffer::{input_view, make_buffer, store_output, Buffer, CHUNK_ELEMENTS};
 use super::desc::{addressed_bytes, element_count, sizes64, streams_into_output};
-use super::model::{dml_name, Binding, Command, Dispatchable, Model, Resource, TENSOR_NAMES};
+use super::model::{Binding, Command, Dispatchable, Model, Resource, TENSOR_NAMES};
 use super::values;
 use crate::backend::{self, BackendKind, Emit, Job};
 use crate::npy::header::encode_header;
@@ -18,6 +18,7 @@ use crate::op::Semantics;
 use crate::output::{BrokenPipe, Destination, Sink, Writing};
 use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::shape::{view_strides, Iteration};
+use crate::spec::dml::dml_name;
 use anyhow::{anyhow, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};

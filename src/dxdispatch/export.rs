@@ -126,7 +126,7 @@ pub fn write_job(stage: &Stage, cfg: &Config, plan: &Plan, inputs: [&NpyInput; 2
     let elements: u64 = plan.out_shape.iter().product();
     let dims: Vec<u64> = if plan.out_shape.is_empty() { vec![1] } else { plan.out_shape.clone() };
     // The short spelling DxDispatch's own examples use for buffers (the descs keep the report's).
-    let dml_type = crate::dxdispatch::model::dml_name(plan.dtype);
+    let dml_type = crate::spec::dml::dml_name(plan.dtype);
     let name = cfg.sem.op.name();
     let model = json!({
         "resources": {

@@ -9,6 +9,7 @@
 use super::values::{self, Scalar};
 use crate::dtype::DType;
 use crate::op::Op;
+use crate::spec::dml::dml_name;
 use anyhow::{anyhow, bail, Result};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -190,11 +191,6 @@ pub fn data_type(name: &str) -> std::result::Result<DType, String> {
             ))
         }
     })
-}
-
-/// The DirectML name of `dtype` (`FLOAT32`).
-pub fn dml_name(dtype: DType) -> String {
-    dtype.name().to_ascii_uppercase()
 }
 
 /// Where files named by the model are looked for and written.

@@ -72,19 +72,19 @@ pub fn parse(dtype: DType, v: &Value) -> Result<Scalar, String> {
     };
     let signed = |lo: i64, hi: i64| -> Result<i64, String> {
         let i = v.as_i64().ok_or_else(|| {
-            format!("expected a signed integer literal for {}, found {v}", super::model::dml_name(dtype))
+            format!("expected a signed integer literal for {}, found {v}", crate::spec::dml::dml_name(dtype))
         })?;
         if i < lo || i > hi {
-            return Err(format!("{i} does not fit in {} ({lo} to {hi})", super::model::dml_name(dtype)));
+            return Err(format!("{i} does not fit in {} ({lo} to {hi})", crate::spec::dml::dml_name(dtype)));
         }
         Ok(i)
     };
     let unsigned = |hi: u64| -> Result<u64, String> {
         let u = v.as_u64().ok_or_else(|| {
-            format!("expected an unsigned integer literal for {}, found {v}", super::model::dml_name(dtype))
+            format!("expected an unsigned integer literal for {}, found {v}", crate::spec::dml::dml_name(dtype))
         })?;
         if u > hi {
-            return Err(format!("{u} does not fit in {} (0 to {hi})", super::model::dml_name(dtype)));
+            return Err(format!("{u} does not fit in {} (0 to {hi})", crate::spec::dml::dml_name(dtype)));
         }
         Ok(u)
     };

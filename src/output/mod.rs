@@ -142,6 +142,16 @@ impl std::fmt::Display for BrokenPipe {
 }
 impl std::error::Error for BrokenPipe {}
 
+/// An I/O error of a writer over a [`Sink`] as the pipeline expects it: a closed standard output is a
+/// [`BrokenPipe`].
+pub fn from_io(e: io::Error) -> anyhow::Error {
+    if e.get_ref().is_some_and(|inner| inner.is::<BrokenPipe>()) {
+        anyhow::Error::new(BrokenPipe)
+    } else {
+        anyhow::Error::new(e).context("cannot write")
+    }
+}
+
 /// How a file output reaches its name, as the report's `output.temporary_file` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Staging {

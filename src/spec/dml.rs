@@ -121,3 +121,8 @@ mod tests {
         assert_eq!(d.tensors.a.total_tensor_size_in_bytes, 4);
     }
 }
+
+/// The DirectML name of `dtype` (`FLOAT32`).
+pub fn dml_name(dtype: DType) -> String {
+    dtype.name().to_ascii_uppercase()
+}
