@@ -84,6 +84,11 @@ pub fn buffer_tensor_size(element_size: u64, sizes: &[u64], strides: Option<&[u6
     elements.saturating_mul(element_size).saturating_add(3) / 4 * 4
 }
 
+/// The DirectML name of `dtype` (`FLOAT32`).
+pub fn dml_name(dtype: DType) -> String {
+    dtype.name().to_ascii_uppercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,7 +127,3 @@ mod tests {
     }
 }
 
-/// The DirectML name of `dtype` (`FLOAT32`).
-pub fn dml_name(dtype: DType) -> String {
-    dtype.name().to_ascii_uppercase()
-}
