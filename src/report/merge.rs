@@ -48,18 +48,18 @@ struct PartOf {
     count: u64,
 }
 
+/// The merged summaries by dtype, each with the first report (and member) that held its dtype.
+type ByDType = BTreeMap<DType, (Summary, String)>;
+
+/// The parts seen of each job (`--part`): its part count, and the report of each part index.
+type Parts = BTreeMap<String, (u64, BTreeMap<u64, String>)>;
+
 /// `tensorop merge-stats REPORT...`: prints the merged summary as JSON on standard output.
 pub fn merge_stats(args: &MergeStatsArgs, out: &mut dyn Write) -> Result<()> {
-    let mut given = std::collections::BTreeSet::new();
-    for r in &args.reports {
-        let same = if r == "-" { r.into() } else { std::fs::canonicalize(r).unwrap_or_else(|_| r.into()) };
-        if !given.insert(same) {
-            bail!("report {r} is given twice: its elements would be counted twice");
-        }
-    }
+    refuse_repeats(&args.reports)?;
     let mut op: Option<(String, String)> = None;
-    let mut merged: BTreeMap<DType, (Summary, String)> = BTreeMap::new();
-    let mut parts: BTreeMap<String, (u64, BTreeMap<u64, String>)> = BTreeMap::new();
+    let mut merged = ByDType::new();
+    let mut parts = Parts::new();
     for path in &args.reports {
         let label = if path == "-" { "standard input".to_string() } else { path.clone() };
         let report = read_report(path).with_context(|| format!("report {label}"))?;
@@ -73,47 +73,73 @@ pub fn merge_stats(args: &MergeStatsArgs, out: &mut dyn Write) -> Result<()> {
             None => op = Some((this_op, label.clone())),
         }
         if let Some(p) = part {
-            let (count, seen) = parts.entry(p.job.clone()).or_insert_with(|| (p.count, BTreeMap::new()));
-            if let Some(other) = seen.insert(p.index, label.clone()) {
-                bail!(
-                    "report {label} is part {}/{} of job {}, and so is {other}: each part must be merged once",
-                    p.index,
-                    p.count,
-                    p.job
-                );
-            }
-            if *count != p.count {
-                bail!(
-                    "report {label} is part {}/{} of job {}, whose other parts say {count} parts",
-                    p.index,
-                    p.count,
-                    p.job
-                );
-            }
+            record_part(&mut parts, &label, &p)?;
         }
         for f in found {
-            let where_ = format!("{label}{}", f.what);
-            match merged.get_mut(&f.dtype) {
-                Some((acc, _)) => {
-                    acc.merge(&f.summary, f.dtype.is_float()).with_context(|| format!("report {label}"))?
-                }
-                None => {
-                    if let (false, Some((other, (_, other_where)))) = (args.by_dtype, merged.iter().next()) {
-                        bail!(
-                            "report {where_} holds {} statistics but {other_where} holds {}: statistics of different \
-                             dtypes do not merge into one; add --by-dtype to merge each dtype apart",
-                            f.dtype.name(),
-                            other.name()
-                        );
-                    }
-                    let mut acc = Summary::empty(f.dtype.is_float());
-                    acc.merge(&f.summary, f.dtype.is_float())?;
-                    merged.insert(f.dtype, (acc, where_));
-                }
-            }
+            merge_found(&mut merged, &label, f, args.by_dtype)?;
         }
     }
-    for (job, (count, seen)) in &parts {
+    check_parts(&parts)?;
+    let op = op.map(|o| o.0).unwrap_or_default();
+    print_merged(&op, args, &merged, out)
+}
+
+/// Refuses a report given twice (the same file by any path, or standard input twice).
+fn refuse_repeats(reports: &[String]) -> Result<()> {
+    let mut given = std::collections::BTreeSet::new();
+    for r in reports {
+        let same = if r == "-" { r.into() } else { std::fs::canonicalize(r).unwrap_or_else(|_| r.into()) };
+        if !given.insert(same) {
+            bail!("report {r} is given twice: its elements would be counted twice");
+        }
+    }
+    Ok(())
+}
+
+/// Records that report `label` is part `p` of its job: each part once, every part of a job
+/// agreeing on the part count.
+fn record_part(parts: &mut Parts, label: &str, p: &PartOf) -> Result<()> {
+    let (count, seen) = parts.entry(p.job.clone()).or_insert_with(|| (p.count, BTreeMap::new()));
+    if let Some(other) = seen.insert(p.index, label.to_string()) {
+        bail!(
+            "report {label} is part {}/{} of job {}, and so is {other}: each part must be merged once",
+            p.index,
+            p.count,
+            p.job
+        );
+    }
+    if *count != p.count {
+        bail!("report {label} is part {}/{} of job {}, whose other parts say {count} parts", p.index, p.count, p.job);
+    }
+    Ok(())
+}
+
+/// Merges summary `f` of report `label` into the summary of its dtype; without `by_dtype`, a
+/// second dtype is refused.
+fn merge_found(merged: &mut ByDType, label: &str, f: Found, by_dtype: bool) -> Result<()> {
+    let where_ = format!("{label}{}", f.what);
+    match merged.get_mut(&f.dtype) {
+        Some((acc, _)) => acc.merge(&f.summary, f.dtype.is_float()).with_context(|| format!("report {label}"))?,
+        None => {
+            if let (false, Some((other, (_, other_where)))) = (by_dtype, merged.iter().next()) {
+                bail!(
+                    "report {where_} holds {} statistics but {other_where} holds {}: statistics of different \
+                     dtypes do not merge into one; add --by-dtype to merge each dtype apart",
+                    f.dtype.name(),
+                    other.name()
+                );
+            }
+            let mut acc = Summary::empty(f.dtype.is_float());
+            acc.merge(&f.summary, f.dtype.is_float())?;
+            merged.insert(f.dtype, (acc, where_));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a job some of whose parts' reports are missing.
+fn check_parts(parts: &Parts) -> Result<()> {
+    for (job, (count, seen)) in parts {
         let missing: Vec<String> = (1..=*count).filter(|k| !seen.contains_key(k)).map(|k| k.to_string()).collect();
         if !missing.is_empty() {
             bail!(
@@ -125,17 +151,22 @@ pub fn merge_stats(args: &MergeStatsArgs, out: &mut dyn Write) -> Result<()> {
             );
         }
     }
-    let op = op.map(|o| o.0).unwrap_or_default();
+    Ok(())
+}
+
+/// Writes the merged summary (or, with `--by-dtype`, the summary of each dtype) of operator
+/// `op` to `out` as JSON.
+fn print_merged(op: &str, args: &MergeStatsArgs, merged: &ByDType, out: &mut dyn Write) -> Result<()> {
     let tool = Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") };
     let reports = args.reports.len();
     let result = if args.by_dtype {
         let by = merged.iter().map(|(d, (s, _))| (d.name(), s)).collect();
-        Merged { schema_version: 1, tool, op: &op, dtype: None, reports, stats: None, by_dtype: Some(by) }
+        Merged { schema_version: 1, tool, op, dtype: None, reports, stats: None, by_dtype: Some(by) }
     } else {
         let (dtype, stats) = merged.iter().next().map(|(d, (s, _))| (d.name(), s)).ok_or_else(|| {
             anyhow!("the reports hold no statistics (a container report without members); add --by-dtype for an empty result")
         })?;
-        Merged { schema_version: 1, tool, op: &op, dtype: Some(dtype), reports, stats: Some(stats), by_dtype: None }
+        Merged { schema_version: 1, tool, op, dtype: Some(dtype), reports, stats: Some(stats), by_dtype: None }
     };
     let mut text = serde_json::to_string_pretty(&result).context("cannot serialise the merged statistics")?;
     text.push('\n');
@@ -223,6 +254,35 @@ fn stats_of(v: &Value) -> Result<&Value> {
 pub fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
     let float = dtype.is_float();
     let count = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("{k} is not a count"));
+    let exact_sum = exact_sum_from_json(v, dtype)?;
+    let hist = v.get("histogram").ok_or_else(|| anyhow!("no histogram"))?;
+    let hcount = |k: &str| hist.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("histogram.{k} is not a count"));
+    let binades = binades_from_json(hist, float)?;
+    let mut s = Summary {
+        count: count("count")?,
+        finite: count("finite")?,
+        nan: count("nan")?,
+        posinf: count("posinf")?,
+        neginf: count("neginf")?,
+        min: number_from_json(v, "min", float)?,
+        max: number_from_json(v, "max", float)?,
+        sum: None,
+        exact_sum,
+        mean: None,
+        zero: hcount("zero")?,
+        subnormal: hcount("subnormal")?,
+        binades,
+    };
+    check_counts(&s, float)?;
+    s.settle(float)?;
+    check_rounding(v, &s, float)?;
+    Ok(s)
+}
+
+/// A summary's `exact_sum` (`significand * 2^exp2`), refused when the significand is too long
+/// to come from tensorop, the exponent out of range for `dtype`, or the pair not normalised.
+fn exact_sum_from_json(v: &Value, dtype: DType) -> Result<ExactSum> {
+    let float = dtype.is_float();
     let exact = v.get("exact_sum").ok_or_else(|| {
         anyhow!("no exact_sum: written by a tensorop older than merge-stats; run it again with this version")
     })?;
@@ -245,22 +305,25 @@ pub fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
     if exact_sum.exp2 != exp2 || exact_sum.significand.to_string() != digits {
         bail!("exact_sum {digits} * 2^{exp2} is not normalised (the significand is odd, or 0 with exp2 0)");
     }
-    let number = |k: &str| -> Result<Option<Number>> {
-        match v.get(k) {
-            None => bail!("no {k}"),
-            Some(Value::Null) => Ok(None),
-            Some(x) if float => {
-                x.as_f64().map(|f| Some(Number::Float(f))).ok_or_else(|| anyhow!("{k} is not a number"))
-            }
-            Some(x) => {
-                let i = x.as_i64().map(i128::from).or_else(|| x.as_u64().map(i128::from));
-                i.map(|i| Some(Number::Int(WideInt::small(i))))
-                    .ok_or_else(|| anyhow!("{k} is not an integer of the dtype"))
-            }
+    Ok(exact_sum)
+}
+
+/// `v[k]` (`min` or `max`) as a number of the summary's kind: `None` for null.
+fn number_from_json(v: &Value, k: &str, float: bool) -> Result<Option<Number>> {
+    match v.get(k) {
+        None => bail!("no {k}"),
+        Some(Value::Null) => Ok(None),
+        Some(x) if float => x.as_f64().map(|f| Some(Number::Float(f))).ok_or_else(|| anyhow!("{k} is not a number")),
+        Some(x) => {
+            let i = x.as_i64().map(i128::from).or_else(|| x.as_u64().map(i128::from));
+            i.map(|i| Some(Number::Int(WideInt::small(i)))).ok_or_else(|| anyhow!("{k} is not an integer of the dtype"))
         }
-    };
-    let hist = v.get("histogram").ok_or_else(|| anyhow!("no histogram"))?;
-    let hcount = |k: &str| hist.get(k).and_then(Value::as_u64).ok_or_else(|| anyhow!("histogram.{k} is not a count"));
+    }
+}
+
+/// The histogram's binades, `(exp, count)`: each in range for the summary's kind, with a
+/// count, in ascending order.
+fn binades_from_json(hist: &Value, float: bool) -> Result<Vec<(i64, u64)>> {
     let mut binades = Vec::new();
     for b in hist.get("binades").and_then(Value::as_array).ok_or_else(|| anyhow!("histogram.binades is not a list"))? {
         let exp = b.get("exp").and_then(Value::as_i64).ok_or_else(|| anyhow!("a binade's exp is not an integer"))?;
@@ -271,21 +334,11 @@ pub fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
         }
         binades.push((exp, n));
     }
-    let mut s = Summary {
-        count: count("count")?,
-        finite: count("finite")?,
-        nan: count("nan")?,
-        posinf: count("posinf")?,
-        neginf: count("neginf")?,
-        min: number("min")?,
-        max: number("max")?,
-        sum: None,
-        exact_sum,
-        mean: None,
-        zero: hcount("zero")?,
-        subnormal: hcount("subnormal")?,
-        binades,
-    };
+    Ok(binades)
+}
+
+/// Refuses counts that do not add up, and an integer summary with float-only classes.
+fn check_counts(s: &Summary, float: bool) -> Result<()> {
     let classes = [s.finite, s.nan, s.posinf, s.neginf].iter().try_fold(0u64, |a, &b| a.checked_add(b));
     let histogram = s.binades.iter().map(|b| b.1).chain([s.zero, s.subnormal]).try_fold(0u64, |a, b| a.checked_add(b));
     if classes != Some(s.count)
@@ -298,7 +351,12 @@ pub fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
     if !float && (s.nan, s.posinf, s.neginf, s.subnormal) != (0, 0, 0, 0) {
         bail!("an integer summary with NaN, infinities or subnormals");
     }
-    s.settle(float)?;
+    Ok(())
+}
+
+/// Refuses a report whose `sum` (floats) or `mean` is not what the settled summary `s`, rebuilt
+/// from its exact sum, gives.
+fn check_rounding(v: &Value, s: &Summary, float: bool) -> Result<()> {
     let given_mean = v.get("mean").and_then(Value::as_f64);
     let given_sum = match v.get("sum") {
         Some(Value::Null) => Some(None),
@@ -312,5 +370,5 @@ pub fn summary_from_json(v: &Value, dtype: DType) -> Result<Summary> {
     if given_mean.map(f64::to_bits) != s.mean.map(f64::to_bits) || (float && given_sum != Some(sum_bits)) {
         bail!("sum or mean is not what exact_sum gives: the report was changed after it was written");
     }
-    Ok(s)
+    Ok(())
 }
