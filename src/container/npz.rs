@@ -11,7 +11,7 @@
 //! Writing: [`Writer`] writes stored members with the zip crate.
 
 use super::{check_member_name, Container, Format, Location, Member};
-use crate::npy::header::{read_header, MAX_STREAM_HEADER};
+use crate::npy::header::{read_header, Header, MAX_STREAM_HEADER};
 use crate::npy::input::{NpyInput, RegionReader};
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
@@ -27,17 +27,39 @@ const RATIO_SLACK: u64 = 1 << 16;
 pub fn open(label: &str, file: File) -> Result<Container> {
     // The caller names the input (`input A (a.npz)`); messages here name the rule and the member.
     let size = file.metadata().context("cannot inspect the file")?.len();
-    let fail = |rule: String| anyhow!("not a valid .npz file: {rule}");
-    let mut archive = zip::ZipArchive::new(&file).map_err(|e| fail(format!("{e}")))?;
+    let mut members = read_directory(&file, size)?;
+    let mut bytes_read = 0;
+    for m in &mut members {
+        let header = member_header(label, &file, m)?;
+        bytes_read += header.data_offset;
+        m.dtype = header.dtype;
+        m.shape = header.shape;
+        m.fortran_order = header.fortran_order;
+        m.byte_order = header.byte_order;
+        m.npy_version = Some(header.version);
+        m.data_bytes = header.data_bytes;
+    }
+    Ok(Container { label: label.into(), format: Format::Npz, members, file, size, bytes_read })
+}
+
+/// The error for an archive that breaks `rule`.
+fn invalid(rule: String) -> anyhow::Error {
+    anyhow!("not a valid .npz file: {rule}")
+}
+
+/// The archive's directory, read and checked: its `.npy` members where they lie in the file of
+/// `size` bytes, their headers not read yet.
+fn read_directory(file: &File, size: u64) -> Result<Vec<Member>> {
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| invalid(format!("{e}")))?;
     if archive.has_duplicate_names() {
-        return Err(fail("a member name appears twice in the archive's directory".into()));
+        return Err(invalid("a member name appears twice in the archive's directory".into()));
     }
     let mut members = Vec::with_capacity(archive.len());
     let mut ranges = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
-        let entry = archive.by_index_raw(i).map_err(|e| fail(format!("entry {i}: {e}")))?;
-        let entry_name = entry.name().map_err(|e| fail(format!("entry {i}: {e}")))?.into_owned();
-        let bad = |rule: String| fail(format!("member {entry_name:?}: {rule}"));
+        let entry = archive.by_index_raw(i).map_err(|e| invalid(format!("entry {i}: {e}")))?;
+        let entry_name = entry.name().map_err(|e| invalid(format!("entry {i}: {e}")))?.into_owned();
+        let bad = |rule: String| invalid(format!("member {entry_name:?}: {rule}"));
         if entry.is_dir() {
             continue;
         }
@@ -55,24 +77,7 @@ pub fn open(label: &str, file: File) -> Result<Container> {
             bad(format!("its {compressed} bytes at offset {start} lie past the end of the file ({size} bytes)"))
         })?;
         ranges.push((entry.header_start(), end, name.to_string()));
-        let location = match entry.compression() {
-            CompressionMethod::Stored if compressed == inflated => Location::Stored { start, len: compressed },
-            CompressionMethod::Stored => {
-                return Err(bad(format!(
-                    "stored with {compressed} bytes but declared as {inflated} bytes uncompressed"
-                )))
-            }
-            m if m == CompressionMethod::DEFLATE => {
-                if inflated > compressed.saturating_mul(MAX_DEFLATE_RATIO).saturating_add(RATIO_SLACK) {
-                    return Err(bad(format!(
-                        "declares {inflated} bytes inflated from {compressed} compressed bytes, more than deflate \
-                         can produce (a zip bomb or a corrupt directory)"
-                    )));
-                }
-                Location::Deflated { start, compressed, size: inflated, crc }
-            }
-            other => return Err(bad(format!("compressed with {other}; only stored and deflated members are read"))),
-        };
+        let location = location(entry.compression(), start, compressed, inflated, crc).map_err(bad)?;
         members.push(Member {
             name: name.to_string(),
             dtype: crate::npy::header::FileDType::Other(String::new()),
@@ -84,43 +89,64 @@ pub fn open(label: &str, file: File) -> Result<Container> {
             location,
         });
     }
-    drop(archive);
-    check_overlaps(&mut ranges).map_err(fail)?;
-    let mut bytes_read = 0;
-    for m in &mut members {
-        let label = format!("{label}[{}]", m.name);
-        let member = format!("member {:?}", m.name);
-        let header = match m.location {
-            Location::Stored { start, len } => {
-                let input =
-                    NpyInput::in_region(&label, file.try_clone()?, start, len).with_context(|| member.clone())?;
-                input.header
+    check_overlaps(&mut ranges).map_err(invalid)?;
+    Ok(members)
+}
+
+/// Where a member of `compressed` bytes at `start` is, by how it is compressed: stored (its
+/// sizes equal) or deflated (to `inflated` bytes no larger than deflate can produce); the
+/// broken rule if neither.
+fn location(
+    method: CompressionMethod,
+    start: u64,
+    compressed: u64,
+    inflated: u64,
+    crc: u32,
+) -> std::result::Result<Location, String> {
+    Ok(match method {
+        CompressionMethod::Stored if compressed == inflated => Location::Stored { start, len: compressed },
+        CompressionMethod::Stored => {
+            return Err(format!("stored with {compressed} bytes but declared as {inflated} bytes uncompressed"))
+        }
+        m if m == CompressionMethod::DEFLATE => {
+            if inflated > compressed.saturating_mul(MAX_DEFLATE_RATIO).saturating_add(RATIO_SLACK) {
+                return Err(format!(
+                    "declares {inflated} bytes inflated from {compressed} compressed bytes, more than deflate \
+                     can produce (a zip bomb or a corrupt directory)"
+                ));
             }
-            Location::Deflated { start, compressed, size, .. } => {
-                let mut inflated = inflater(&file, start, compressed).take(size);
-                let header = read_header(&mut inflated, MAX_STREAM_HEADER.min(size))
-                    .with_context(|| format!("{member}: its .npy header"))?;
-                let whole = header.data_offset.checked_add(header.data_bytes);
-                if whole != Some(size) {
-                    bail!(
-                        "{member}: its .npy header describes {} bytes but the archive declares the member as \
-                         {size} bytes; the archive is corrupt",
-                        whole.map_or("more than 2^64".into(), |w| w.to_string())
-                    );
-                }
-                header
+            Location::Deflated { start, compressed, size: inflated, crc }
+        }
+        other => return Err(format!("compressed with {other}; only stored and deflated members are read")),
+    })
+}
+
+/// Member `m`'s `.npy` header, read in place (stored) or from the start of its inflated bytes
+/// (deflated, whose header must describe the member's declared size).
+fn member_header(label: &str, file: &File, m: &Member) -> Result<Header> {
+    let label = format!("{label}[{}]", m.name);
+    let member = format!("member {:?}", m.name);
+    Ok(match m.location {
+        Location::Stored { start, len } => {
+            let input = NpyInput::in_region(&label, file.try_clone()?, start, len).with_context(|| member.clone())?;
+            input.header
+        }
+        Location::Deflated { start, compressed, size, .. } => {
+            let mut inflated = inflater(file, start, compressed).take(size);
+            let header = read_header(&mut inflated, MAX_STREAM_HEADER.min(size))
+                .with_context(|| format!("{member}: its .npy header"))?;
+            let whole = header.data_offset.checked_add(header.data_bytes);
+            if whole != Some(size) {
+                bail!(
+                    "{member}: its .npy header describes {} bytes but the archive declares the member as \
+                     {size} bytes; the archive is corrupt",
+                    whole.map_or("more than 2^64".into(), |w| w.to_string())
+                );
             }
-            Location::Raw { .. } => unreachable!("an .npz member is stored or deflated"),
-        };
-        bytes_read += header.data_offset;
-        m.dtype = header.dtype;
-        m.shape = header.shape;
-        m.fortran_order = header.fortran_order;
-        m.byte_order = header.byte_order;
-        m.npy_version = Some(header.version);
-        m.data_bytes = header.data_bytes;
-    }
-    Ok(Container { label: label.into(), format: Format::Npz, members, file, size, bytes_read })
+            header
+        }
+        Location::Raw { .. } => unreachable!("an .npz member is stored or deflated"),
+    })
 }
 
 /// Refuses members whose bytes (local header to end of data) overlap: an archive that reuses
