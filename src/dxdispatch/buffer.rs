@@ -5,7 +5,8 @@
 
 use super::desc::{addressed_bytes, broadcast_view_shape, for_each_offset, is_packed, sizes64};
 use super::model::{Init, Resource, TensorDesc};
-use super::values;
+use super::values::{self, Scalar};
+use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -71,6 +72,26 @@ impl Buffer {
 /// that is a regular file), else a temporary file filled with its initial values from byte 0
 /// (zeros after them).
 pub(super) fn make_buffer(r: &Resource) -> Result<Buffer> {
+    if let Some(buffer) = source_in_place(r)? {
+        return Ok(buffer);
+    }
+    let file = tempfile::tempfile().context("cannot create a temporary file to hold it")?;
+    file.set_len(r.size).with_context(|| format!("cannot make a temporary file of {} bytes", r.size))?;
+    match &r.init {
+        Init::Bytes(bytes) => put(&file, 0, bytes)?,
+        // A new file reads as zeros: a zero constant needs no writing.
+        Init::Constant { value, .. } if value.bytes(r.dtype).iter().all(|&b| b == 0) => {}
+        Init::Constant { count, value } => fill_constant(&file, r.dtype, *count, value)?,
+        Init::Sequence { count, start, delta } => fill_sequence(&file, r.dtype, *count, *start, *delta)?,
+        Init::Npy(path) => fill_npy(&file, path)?,
+        Init::Raw(path) => fill_raw(&file, path, r.size)?,
+    }
+    Ok(Buffer { file, base: 0, size: r.size, stored: r.size, shared: false })
+}
+
+/// The buffer of a resource whose source file is read in place: a regular `.npy` file in
+/// little-endian order (its data region), or a regular raw file; `None` for any other.
+fn source_in_place(r: &Resource) -> Result<Option<Buffer>> {
     let regular = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
     match &r.init {
         Init::Npy(path) if regular(path) => {
@@ -78,13 +99,13 @@ pub(super) fn make_buffer(r: &Resource) -> Result<Buffer> {
             if !input.header.byte_order.needs_swap() {
                 let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
                 let h = &input.header;
-                return Ok(Buffer {
+                return Ok(Some(Buffer {
                     file,
                     base: h.data_offset,
                     size: r.size,
                     stored: h.data_bytes.min(r.size),
                     shared: true,
-                });
+                }));
             }
         }
         Init::Raw(path) if regular(path) => {
@@ -93,71 +114,79 @@ pub(super) fn make_buffer(r: &Resource) -> Result<Buffer> {
             if len > r.size {
                 bail!("{} grew since the model was read; run again once it is complete", path.display());
             }
-            return Ok(Buffer { file, base: 0, size: r.size, stored: len, shared: true });
+            return Ok(Some(Buffer { file, base: 0, size: r.size, stored: len, shared: true }));
         }
         _ => {}
     }
-    let file = tempfile::tempfile().context("cannot create a temporary file to hold it")?;
-    file.set_len(r.size).with_context(|| format!("cannot make a temporary file of {} bytes", r.size))?;
-    let put =
-        |at: u64, bytes: &[u8]| crate::sys::write_all_at(&file, bytes, at).context("cannot write its temporary file");
-    let n = r.dtype.size();
-    match &r.init {
-        Init::Bytes(bytes) => put(0, bytes)?,
-        // A new file reads as zeros: a zero constant needs no writing.
-        Init::Constant { value, .. } if value.bytes(r.dtype).iter().all(|&b| b == 0) => {}
-        Init::Constant { count, value } => {
-            let one = value.bytes(r.dtype);
-            let chunk: Vec<u8> = one.iter().copied().cycle().take(n * CHUNK_ELEMENTS.min(*count as usize)).collect();
-            let mut at = 0u64;
-            let total = u64::from(*count) * n as u64;
-            while at < total {
-                let len = (total - at).min(chunk.len() as u64) as usize;
-                put(at, &chunk[..len])?;
-                at += len as u64;
-            }
-        }
-        Init::Sequence { count, start, delta } => {
-            let mut value = *start;
-            let mut chunk = Vec::with_capacity(n * CHUNK_ELEMENTS);
-            let mut at = 0u64;
-            for i in 0..*count {
-                chunk.extend_from_slice(value.bytes(r.dtype));
-                value = values::step(r.dtype, value, *delta);
-                if chunk.len() == chunk.capacity() || i + 1 == *count {
-                    put(at, &chunk)?;
-                    at += chunk.len() as u64;
-                    chunk.clear();
-                }
-            }
-        }
-        Init::Npy(path) => {
-            let input = NpyInput::open_path(path).with_context(|| path.display().to_string())?;
-            let mut at = 0u64;
-            input.for_each_le_chunk(|bytes| {
-                put(at, bytes)?;
-                at += bytes.len() as u64;
-                Ok(())
-            })?;
-        }
-        Init::Raw(path) => {
-            let mut src = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            let mut buf = vec![0u8; 1 << 20];
-            let mut at = 0u64;
-            loop {
-                let k = src.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
-                if k == 0 {
-                    break;
-                }
-                if at + k as u64 > r.size {
-                    bail!("{} grew while it was being read; run again once it is complete", path.display());
-                }
-                put(at, &buf[..k])?;
-                at += k as u64;
-            }
+    Ok(None)
+}
+
+/// Writes `bytes` at byte `at` of a buffer's new temporary file.
+fn put(file: &File, at: u64, bytes: &[u8]) -> Result<()> {
+    crate::sys::write_all_at(file, bytes, at).context("cannot write its temporary file")
+}
+
+/// Fills `file` with `count` copies of the (non-zero) constant `value` of `dtype`.
+fn fill_constant(file: &File, dtype: DType, count: u32, value: &Scalar) -> Result<()> {
+    let n = dtype.size();
+    let one = value.bytes(dtype);
+    let chunk: Vec<u8> = one.iter().copied().cycle().take(n * CHUNK_ELEMENTS.min(count as usize)).collect();
+    let mut at = 0u64;
+    let total = u64::from(count) * n as u64;
+    while at < total {
+        let len = (total - at).min(chunk.len() as u64) as usize;
+        put(file, at, &chunk[..len])?;
+        at += len as u64;
+    }
+    Ok(())
+}
+
+/// Fills `file` with the sequence of `count` values of `dtype` from `start`, `delta` apart.
+fn fill_sequence(file: &File, dtype: DType, count: u32, start: Scalar, delta: Scalar) -> Result<()> {
+    let mut value = start;
+    let mut chunk = Vec::with_capacity(dtype.size() * CHUNK_ELEMENTS);
+    let mut at = 0u64;
+    for i in 0..count {
+        chunk.extend_from_slice(value.bytes(dtype));
+        value = values::step(dtype, value, delta);
+        if chunk.len() == chunk.capacity() || i + 1 == count {
+            put(file, at, &chunk)?;
+            at += chunk.len() as u64;
+            chunk.clear();
         }
     }
-    Ok(Buffer { file, base: 0, size: r.size, stored: r.size, shared: false })
+    Ok(())
+}
+
+/// Fills `file` with the data of the `.npy` file `path`, in little-endian order.
+fn fill_npy(file: &File, path: &Path) -> Result<()> {
+    let input = NpyInput::open_path(path).with_context(|| path.display().to_string())?;
+    let mut at = 0u64;
+    input.for_each_le_chunk(|bytes| {
+        put(file, at, bytes)?;
+        at += bytes.len() as u64;
+        Ok(())
+    })
+}
+
+/// Fills `file` with the bytes of the raw file `path`, which must still fit in the buffer's
+/// `size` bytes.
+fn fill_raw(file: &File, path: &Path, size: u64) -> Result<()> {
+    let mut src = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    loop {
+        let k = src.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
+        if k == 0 {
+            break;
+        }
+        if at + k as u64 > size {
+            bail!("{} grew while it was being read; run again once it is complete", path.display());
+        }
+        put(file, at, &buf[..k])?;
+        at += k as u64;
+    }
+    Ok(())
 }
 
 /// An input as the backends read it, and the shape of the C-order array it is: a view of the
