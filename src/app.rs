@@ -1,14 +1,16 @@
-//! The command line's edge: [`main`] parses arguments, dispatches the command and maps its
-//! outcome to the exit status (0 ok, 1 runtime error, 2 usage error, 3 validation failure, and
-//! for `compare` 4 when the files differ);
-//! nothing else. The `tensorop` binary is this function.
+//! The command line's edge: [`main`] parses arguments, builds the command's configuration,
+//! dispatches it and exits with its outcome's status (`outcome::Outcome::exit_code`; `compare`
+//! has its own, 4 when the files differ); nothing else. The `tensorop` binary is this function.
 
 use crate::backend::wgpu::WgpuTuning;
-use crate::cli::{Cli, Command};
+use crate::backend::BackendKind;
+use crate::cli::{Cli, Command, OpArgs, RunArgs};
+use crate::config::run::RunConfig;
 use crate::config::{self, Config, UsageError};
 use crate::op::Op;
-use crate::output::{self, BrokenPipe};
-use crate::pipeline::{self, Outcome};
+use crate::outcome::Outcome;
+use crate::output::{self, is_broken_pipe};
+use crate::pipeline;
 use crate::{commands, shell, sys};
 use clap::Parser;
 use std::process::ExitCode;
@@ -29,84 +31,64 @@ pub fn main() -> ExitCode {
         // clap prints the help when neither is given (arg_required_else_help).
         (None, None) => return ExitCode::from(2),
     };
-    let (op, args) = match command {
-        Command::Sub(args) => (Op::Sub, args),
-        Command::Sqdiff(args) => (Op::SqDiff, args),
-        Command::Support(args) => return finish(commands::support(&args, &mut std::io::stdout().lock())),
-        Command::Info(args) => return finish(commands::info(&args, &mut std::io::stdout().lock())),
-        Command::Devices(args) => {
-            crate::backend::wgpu::quiet_driver_probes();
-            let tuning = WgpuTuning::from_env();
-            return finish(tuning.and_then(|t| commands::devices(&args, &t, &mut std::io::stdout().lock())));
-        }
-        Command::Compare(args) => {
-            return match crate::compare::compare(&args, &mut std::io::stdout().lock()) {
-                Ok(code) => ExitCode::from(code),
-                Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("tensorop: error: {e:#}");
-                    ExitCode::from(1)
-                }
-            };
-        }
-        Command::MergeStats(args) => {
-            return finish(crate::report::merge::merge_stats(&args, &mut std::io::stdout().lock()));
-        }
-        Command::Run(args) => {
-            if args.report.as_deref() == Some("-") && !args.dry_run {
-                eprintln!("tensorop: usage error: --report - writes to standard output, which print commands use; give a path, or add --dry-run");
-                return ExitCode::from(2);
-            }
-            if args.backend == crate::cli::BackendArg::Wgpu {
-                crate::backend::wgpu::quiet_driver_probes();
-            }
-            clean_up_on_signals();
-            return ExitCode::from(crate::dxdispatch::run(&args));
-        }
-    };
     let env = |name: &str| std::env::var(name).ok();
-    let cfg = match Config::new(op, args, config::stdout_is_terminal(), &env) {
-        Ok(cfg) => cfg,
-        Err(UsageError(msg)) => {
-            eprintln!("tensorop: usage error: {msg}");
-            return ExitCode::from(2);
-        }
+    let (outcome, not_done) = match command {
+        Command::Sub(args) => (compute(Op::Sub, args, &env), "nothing was computed"),
+        Command::Sqdiff(args) => (compute(Op::SqDiff, args, &env), "nothing was computed"),
+        Command::Run(args) => (run_model(args, &env), "nothing was run or written"),
+        other => return read_only(other),
     };
-    if cfg.backend == crate::backend::BackendKind::Wgpu {
-        // While this is the only thread (the signal thread starts next).
+    outcome.tell(not_done);
+    ExitCode::from(outcome.exit_code())
+}
+
+/// `sub` or `sqdiff`: the configuration (usage errors before any work), then the run.
+fn compute(op: Op, args: OpArgs, env: &dyn Fn(&str) -> Option<String>) -> Outcome {
+    let cfg = match Config::new(op, args, config::stdout_is_terminal(), env) {
+        Ok(cfg) => cfg,
+        Err(UsageError(msg)) => return Outcome::Refused(msg),
+    };
+    start_up(cfg.backend);
+    pipeline::run(&cfg)
+}
+
+/// `tensorop run`: the configuration (usage errors before any work), then the model.
+fn run_model(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Outcome {
+    let cfg = match RunConfig::new(args, env) {
+        Ok(cfg) => cfg,
+        Err(UsageError(msg)) => return Outcome::Refused(msg),
+    };
+    start_up(cfg.backend);
+    crate::dxdispatch::run(&cfg)
+}
+
+/// What every computing command does before it starts: quiet the GPU drivers' probes while
+/// this is the only thread (the signal thread starts next), and clean up on signals.
+fn start_up(backend: BackendKind) {
+    if backend == BackendKind::Wgpu {
         crate::backend::wgpu::quiet_driver_probes();
     }
     clean_up_on_signals();
-    let outcome = match cfg.dxdispatch.clone() {
-        None => pipeline::run(&cfg),
-        Some(dir) => match crate::dxdispatch::export::run(&cfg, &dir) {
-            crate::dxdispatch::export::Exported::Done(outcome) => outcome,
-            crate::dxdispatch::export::Exported::Refused(msg) => {
-                eprintln!(
-                    "tensorop: usage error: --dxdispatch {}: these inputs fail DirectML's checks at feature level {}, so \
-                     there is no DirectML job to hand over (nothing was written):",
-                    dir.display(),
-                    cfg.level
-                );
-                for line in msg.lines() {
-                    eprintln!("  {line}");
-                }
-                return ExitCode::from(2);
-            }
-        },
-    };
-    match &outcome {
-        Outcome::Ok => {}
-        Outcome::Invalid(msg) => {
-            eprintln!("tensorop: validation failed (nothing was computed):");
-            for line in msg.lines() {
-                eprintln!("  {line}");
-            }
+}
+
+/// The commands that only read and print: `support`, `info`, `devices`, `compare`,
+/// `merge-stats`.
+fn read_only(command: Command) -> ExitCode {
+    let out = &mut std::io::stdout().lock();
+    match command {
+        Command::Support(args) => finish(commands::support(&args, out)),
+        Command::Info(args) => finish(commands::info(&args, out)),
+        Command::Devices(args) => {
+            crate::backend::wgpu::quiet_driver_probes();
+            finish(WgpuTuning::from_env().and_then(|t| commands::devices(&args, &t, out)))
         }
-        Outcome::Error(e) => eprintln!("tensorop: error: {e:#}"),
-        Outcome::Unpaired(msg) => eprintln!("tensorop: {msg}"),
+        Command::Compare(args) => match crate::compare::compare(&args, out) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => finish(Err(e)),
+        },
+        Command::MergeStats(args) => finish(crate::report::merge::merge_stats(&args, out)),
+        Command::Sub(_) | Command::Sqdiff(_) | Command::Run(_) => ExitCode::from(2),
     }
-    ExitCode::from(outcome.exit_code())
 }
 
 /// On SIGINT, SIGTERM or SIGHUP (Unix), or Ctrl-C, Ctrl-Break or the console's closing
@@ -131,10 +113,4 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.is::<BrokenPipe>()
-        || e.chain()
-            .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }

@@ -15,6 +15,7 @@ pub mod dxdispatch;
 pub(crate) mod notices;
 pub mod npy;
 pub mod op;
+pub mod outcome;
 pub(crate) mod output;
 pub mod pipeline;
 pub(crate) mod plan;

@@ -9,7 +9,7 @@ use crate::npy::header::{encode_header, FileDType};
 use crate::npy::input::NpyInput;
 use crate::shape::{element_count, view_strides, Iteration};
 use crate::spec::checks::Validation;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 
 /// Inputs up to this size that are not read in output order are loaded whole by the CPU backend
 /// (the wgpu backend's limit is also bounded by what the device can bind); larger ones stream,
@@ -86,6 +86,20 @@ impl Plan {
             data_bytes,
             c_order_copy,
         })
+    }
+
+    /// The C-order copies the plan asks for, made now (see [`crate::npy::fortran`]); smaller
+    /// Fortran-order inputs the backends hold whole.
+    pub fn c_order_copies(&self, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInput>; 2]> {
+        let [a, b] = [0, 1].map(|i| {
+            self.c_order_copy[i]
+                .then(|| {
+                    fortran::c_order_copy(inputs[i])
+                        .with_context(|| format!("cannot copy input {} to C order", inputs[i].label))
+                })
+                .transpose()
+        });
+        Ok([a?, b?])
     }
 
     /// The output's size in bytes, header included.

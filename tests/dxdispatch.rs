@@ -573,3 +573,20 @@ fn temporary_results_count_against_the_limit_and_outputs_need_their_own_elements
     );
     dir.run(&["run", "model.json"]).expect_code(3).stderr_mentions("element size");
 }
+
+#[test]
+fn run_reads_its_wgpu_settings_as_sub_does_before_any_work() {
+    let dir = Dir::new();
+    model(&dir, &subtract_model("[1, 2, 3, 4]", "[4, 3, 2, 1]", "out.npy"));
+    let bad = [("TENSOROP_WGPU_CHUNK_BYTES", "lots")];
+    for extra in [&[][..], &["--dry-run"]] {
+        let args = [&["run", "model.json", "--backend", "wgpu", "--report", "rep.json"][..], extra].concat();
+        dir.run_env(&args, &bad).expect_code(2).stderr_mentions("TENSOROP_WGPU_CHUNK_BYTES=lots");
+        assert!(!dir.exists("rep.json") && !dir.exists("out.npy"), "a usage error does no work");
+        dir.run_env(&["sub", "a.npy", "b.npy", "-o", "o.npy", "--backend", "wgpu"], &bad)
+            .expect_code(2)
+            .stderr_mentions("TENSOROP_WGPU_CHUNK_BYTES=lots");
+    }
+    // The cpu backend reads no wgpu setting.
+    dir.run_env(&["run", "model.json", "--dry-run"], &bad).ok();
+}

@@ -27,6 +27,8 @@ mod parts;
 mod paths;
 mod prop;
 mod report;
+#[cfg(unix)]
+mod repro_commit;
 mod results;
 mod shell;
 #[cfg(unix)]

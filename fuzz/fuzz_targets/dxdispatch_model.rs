@@ -65,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
     ];
     let Ok(cli) = Cli::try_parse_from(argv) else { panic!("the fixed command line parses") };
     let Some(Command::Run(args)) = cli.command else { panic!("a run command") };
-    let code = tensorop::dxdispatch::run_to(&args, &mut std::io::sink());
+    let cfg = tensorop::config::run::RunConfig::new(args, &|_| None).expect("a usable run configuration");
+    let code = tensorop::dxdispatch::run_to(&cfg, &mut std::io::sink()).exit_code();
     assert!(matches!(code, 0 | 1 | 3), "exit status {code}");
 });

@@ -93,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
     // The report is written on every outcome; the output only on success, and nothing else.
     match outcome {
         Outcome::Ok => assert_eq!(left, ["a.npy", "b.npy", "out.npy", "report.json"]),
-        Outcome::Invalid(_) | Outcome::Error(_) | Outcome::Unpaired(_) => {
+        Outcome::Invalid(_) | Outcome::Error(_) | Outcome::Unpaired(_) | Outcome::Refused(_) => {
             assert_eq!(left, ["a.npy", "b.npy", "report.json"])
         }
     }

@@ -1,6 +1,7 @@
 //! Backends execute a validated [`Job`]: they stream the output, chunk by chunk and in order, to
 //! a writer callback. The CPU backend ([`cpu`]) is the reference; the GPU backend must match it
-//! bit for bit.
+//! bit for bit. An [`Engine`] is the one place a backend is chosen and opened: every kind of run
+//! (a pair, containers, parts, `tensorop run`) opens one and hands it its jobs.
 
 pub mod cpu;
 pub mod wgpu;
@@ -8,6 +9,7 @@ pub mod wgpu;
 use crate::dtype::DType;
 use crate::npy::input::NpyInput;
 use crate::op::Semantics;
+use crate::output::result::ResultSink;
 use crate::plan::Feed;
 use crate::shape::Iteration;
 use crate::summary::Accumulator;
@@ -26,6 +28,80 @@ impl BackendKind {
             BackendKind::Cpu => "cpu",
             BackendKind::Wgpu => "wgpu",
         }
+    }
+}
+
+/// A backend, opened once per run: the CPU, or a GPU through wgpu (opened only when a run gets
+/// as far as computing: never for `--help`, usage errors, failed checks or dry runs).
+pub enum Engine {
+    Cpu,
+    Wgpu(Box<wgpu::Gpu>),
+}
+
+impl Engine {
+    /// Opens the backend `kind`; `tuning` holds the wgpu backend's settings.
+    pub fn open(kind: BackendKind, tuning: &wgpu::WgpuTuning) -> anyhow::Result<Engine> {
+        Ok(match kind {
+            BackendKind::Cpu => Engine::Cpu,
+            BackendKind::Wgpu => Engine::Wgpu(Box::new(wgpu::Gpu::open(tuning)?)),
+        })
+    }
+
+    /// The most bytes of an input this backend holds whole ([`crate::plan::Feed::choose`]).
+    pub fn resident_limit(&self) -> u64 {
+        match self {
+            Engine::Cpu => crate::plan::RESIDENT_BYTES,
+            Engine::Wgpu(gpu) => gpu.resident_limit(),
+        }
+    }
+
+    /// The device a result of `dtype` is computed on, and the time it took to start; `None` on
+    /// the CPU.
+    pub fn device(&self, dtype: DType) -> Option<(wgpu::DeviceReport, Duration)> {
+        match self {
+            Engine::Cpu => None,
+            Engine::Wgpu(gpu) => Some((gpu.report(dtype), gpu.init_time)),
+        }
+    }
+
+    /// Whether the workers can write a file output in place ([`Positional`]): the CPU's can.
+    pub fn writes_in_place(&self) -> bool {
+        matches!(self, Engine::Cpu)
+    }
+
+    /// Whether small jobs may run side by side, one thread each: on the CPU; a GPU runs one
+    /// job at a time.
+    pub fn runs_side_by_side(&self) -> bool {
+        matches!(self, Engine::Cpu)
+    }
+
+    /// Runs `job`, handing its output in order to `emit`.
+    pub fn run(&self, job: &Job, emit: &mut dyn FnMut(Emit<'_>) -> anyhow::Result<()>) -> anyhow::Result<Ran> {
+        match self {
+            Engine::Cpu => cpu::run(job, emit),
+            Engine::Wgpu(gpu) => wgpu::run(gpu, job, &mut |bytes| emit(Emit::Bytes(bytes))),
+        }
+    }
+
+    /// Runs `job` into `sink`: the bytes the backend hands over are written in order, and
+    /// `counted` hears of every byte (written in order or in place) for progress and totals.
+    pub fn compute_into(
+        &self,
+        job: &Job,
+        sink: &mut dyn ResultSink,
+        counted: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<Ran> {
+        self.run(job, &mut |e| {
+            let n = match e {
+                Emit::Bytes(bytes) => {
+                    sink.write(bytes)?;
+                    bytes.len() as u64
+                }
+                Emit::Written(n) => n,
+            };
+            counted(n);
+            Ok(())
+        })
     }
 }
 

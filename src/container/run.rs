@@ -6,39 +6,26 @@
 //! the batch, never by the container. The report (`report::container`) has one entry per pair and
 //! the totals, with every member's `--stats` summary merged exactly.
 
+mod compute;
 mod digest;
+mod report;
 
 use super::pairs::{pair, Pair, Pairing, Side};
 use super::write::{ContainerWriter, OutFormat, OutMember};
 use super::{Format, Opened};
-use crate::backend::{self, BackendKind, Emit, Job, Ran};
+use crate::backend::Engine;
 use crate::config::Config;
 use crate::npy::header::FileDType;
-use crate::npy::input::NpyInput;
+use crate::outcome::Outcome;
 use crate::output::{Destination, Sink, Staging};
-use crate::pipeline::{self, Outcome};
-use crate::plan::{Plan, RESIDENT_BYTES};
 use crate::report::container::*;
-use crate::report::{ms, BackendInfo, BroadcastInfo, RunStatus, Tool};
 use crate::shape::view_strides;
 use crate::spec::checks::{validate, TensorSpec, Validation};
-use crate::spec::dml::descriptors;
-use crate::spec::level::LevelChoice;
-use crate::spec::matrix::row_for;
-use crate::summary::{Accumulator, Summary};
+use crate::summary::Summary;
 use anyhow::{anyhow, bail, Context, Result};
-use digest::differs;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use report::Merging;
 use std::time::{Duration, Instant};
 
-/// A member whose output is at most this many bytes runs on one thread, beside others.
-const SMALL_MEMBER: u64 = 4 << 20;
-/// The most result bytes a batch of small members holds in memory before it is written.
-const BATCH_BYTES: u64 = 64 << 20;
-/// The most members in a batch: each holds its partial summary (with `--stats`, about 50 KiB)
-/// until the batch is written, so a checkpoint of many tiny tensors is cut into many batches.
-const BATCH_MEMBERS: usize = 256;
 /// Bytes of container framing per member, at most: a zip's local header, data descriptor and
 /// directory entry (with zip64 fields) and the `.npy` header, or a `.safetensors` header entry
 /// (plus three times the name's length, written in each).
@@ -61,9 +48,9 @@ struct MemberRun {
     written: bool,
 }
 
-/// What the run got as far as, for the report.
+/// What the run got as far as, for the report (a trace, as a single pair's run keeps one).
 #[derive(Default)]
-struct Progress {
+struct Trace {
     open: Duration,
     validate: Duration,
     execute: Option<Duration>,
@@ -78,24 +65,26 @@ struct Progress {
 
 /// Runs the container pair `inputs` (opened in `open`), writes the report to `report_sink` and
 /// returns the outcome.
-pub fn run(cfg: &Config, inputs: [Opened; 2], open: Duration, report_sink: Option<Sink>, start: Instant) -> Outcome {
-    let mut progress = Progress { open, ..Progress::default() };
-    progress.bytes_read = inputs.iter().map(bytes_opened).sum();
+pub fn run(
+    cfg: &Config,
+    inputs: [Opened; 2],
+    open: Duration,
+    report_to: Option<(&Destination, Sink)>,
+    start: Instant,
+) -> Outcome {
+    let mut trace = Trace { open, ..Trace::default() };
+    trace.bytes_read = inputs.iter().map(bytes_opened).sum();
     let described = [container_input(&inputs[0]), container_input(&inputs[1])];
     let mut members = Vec::new();
     let mut pairing = Pairing::default();
-    let outcome = match stages(cfg, inputs, &mut pairing, &mut members, &mut progress) {
-        Ok(o) => o,
-        Err(e) if e.is::<crate::output::BrokenPipe>() => Outcome::Ok,
-        Err(e) => Outcome::Error(e),
-    };
+    let outcome = Outcome::of(stages(cfg, inputs, &mut pairing, &mut members, &mut trace));
     // Only a run that computed every pair has a verdict to print (a reader that closed
     // standard output early ends the run with success, but not every pair was computed).
-    if matches!(outcome, Outcome::Ok) && progress.execute.is_some() && !cfg.quiet {
-        print_summary(cfg, &members, &progress.merging.finish());
+    if matches!(outcome, Outcome::Ok) && trace.execute.is_some() && !cfg.quiet {
+        report::print_summary(cfg, &members, &trace.merging.finish());
     }
-    let report = report(cfg, described, &pairing, members, progress, &outcome, start.elapsed());
-    pipeline::with_report(cfg, outcome, report_sink, |sink| crate::report::write_json(&report, sink))
+    let report = report::report(cfg, described, &pairing, members, trace, &outcome, start.elapsed());
+    outcome.with_report(report_to, |sink| crate::report::write_json(&report, sink))
 }
 
 /// How the report describes an input.
@@ -121,7 +110,7 @@ fn stages(
     inputs: [Opened; 2],
     pairing: &mut Pairing,
     members: &mut Vec<MemberRun>,
-    progress: &mut Progress,
+    trace: &mut Trace,
 ) -> Result<Outcome> {
     if cfg.dxdispatch.is_some() {
         bail!(
@@ -134,7 +123,7 @@ fn stages(
     *pairing = pair([&inputs[0], &inputs[1]], &cfg.members)?;
     let t = Instant::now();
     *members = pairing.pairs.iter().map(|p| check(cfg, &inputs, p)).collect();
-    progress.validate = t.elapsed();
+    trace.validate = t.elapsed();
     note_unpaired(cfg, &inputs, pairing);
     let invalid: Vec<&MemberRun> = members.iter().filter(|m| !m.validation.valid()).collect();
     if let Some(first) = invalid.first() {
@@ -162,7 +151,7 @@ fn stages(
     if cfg.dry_run {
         return Ok(Outcome::Ok);
     }
-    execute(cfg, inputs, members, progress)?;
+    execute(cfg, inputs, members, trace)?;
     Ok(Outcome::Ok)
 }
 
@@ -324,7 +313,7 @@ fn discards(path: &std::path::Path) -> bool {
 }
 
 /// Computes every pair into the output container and commits it.
-fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progress: &mut Progress) -> Result<()> {
+fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], trace: &mut Trace) -> Result<()> {
     let t = Instant::now();
     let format = out_format(cfg, &inputs)?;
     let out_members: Vec<OutMember> = members
@@ -335,14 +324,8 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
             Ok(OutMember { name: m.pair.name.clone(), dtype, shape })
         })
         .collect::<Result<_>>()?;
-    let gpu = match cfg.backend {
-        BackendKind::Cpu => None,
-        BackendKind::Wgpu => {
-            let gpu = backend::wgpu::Gpu::open(&cfg.wgpu)?;
-            progress.device = out_members.first().map(|m| gpu.report(m.dtype));
-            Some(gpu)
-        }
-    };
+    let engine = Engine::open(cfg.backend, &cfg.wgpu)?;
+    trace.device = out_members.first().and_then(|m| engine.device(m.dtype)).map(|(report, _)| report);
     let out_label = cfg.output.label();
     let mut sink = match format {
         Some(_) => {
@@ -353,7 +336,12 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
                     let bytes = m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
                     t.saturating_add(bytes).saturating_add(FRAMING_PER_MEMBER + m.pair.name.len() as u64 * 3)
                 });
-                pipeline::check_free_space(&out_label, dir, total)?;
+                crate::output::space::check_free_space(
+                    &format!("output {out_label}"),
+                    dir,
+                    total,
+                    crate::output::space::Room::Output,
+                )?;
             }
             Some(sink)
         }
@@ -362,7 +350,7 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
     let staging = sink.as_ref().map(Sink::staging);
     let removed = sink.as_ref().map(|s| s.removed_leftovers().to_vec()).unwrap_or_default();
     if let Some(s) = &sink {
-        pipeline::note_leftovers(cfg, &cfg.output, s);
+        crate::output::note_leftovers(cfg.quiet, &cfg.output, s);
     }
     let mut writer = match (format, sink.as_mut()) {
         (Some(f), Some(s)) => Some(
@@ -372,7 +360,7 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
         _ => None,
     };
     // Errors name what failed: a member's input (`input b.npz[x]: ...`) or the output.
-    let threads_used = compute_all(cfg, &inputs, members, gpu.as_ref(), writer.as_mut(), &mut progress.merging)?;
+    let threads_used = compute::compute_all(cfg, &inputs, members, &engine, writer.as_mut(), &mut trace.merging)?;
     let mut written = 0;
     if let Some(w) = writer.take() {
         written = w.written;
@@ -384,14 +372,14 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
         Some(s) => s.commit().with_context(|| format!("output {out_label}"))?,
         None => false,
     };
-    progress.bytes_written = written;
-    progress.threads_used = Some(threads_used);
-    progress.execute = Some(t.elapsed());
+    trace.bytes_written = written;
+    trace.threads_used = Some(threads_used);
+    trace.execute = Some(t.elapsed());
     if let Some(f) = format {
         for m in members.iter_mut() {
             m.written = true;
         }
-        progress.output = Some(ContainerOutput {
+        trace.output = Some(ContainerOutput {
             path: out_label,
             format: f.name(),
             members: members.len(),
@@ -401,360 +389,4 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], progres
         });
     }
     Ok(())
-}
-
-/// Opens one side of a pair for reading.
-fn open_side(inputs: &[Opened; 2], i: usize, s: Side) -> Result<Option<NpyInput>> {
-    match (&inputs[i], s) {
-        (Opened::Many(c), Side::Member(k)) => Ok(Some(c.open_member(k)?)),
-        _ => Ok(None),
-    }
-}
-
-/// Computes the members in order, small ones in batches side by side, writing each result to
-/// `writer`. Returns the most threads used at once.
-fn compute_all(
-    cfg: &Config,
-    inputs: &[Opened; 2],
-    members: &mut [MemberRun],
-    gpu: Option<&backend::wgpu::Gpu>,
-    mut writer: Option<&mut ContainerWriter<'_>>,
-    merging: &mut Merging,
-) -> Result<usize> {
-    let bytes = |m: &MemberRun| m.elements.saturating_mul(m.dtype.map_or(1, |d| d.size() as u64));
-    // Progress over every member's result bytes, as a single result's bar counts its own.
-    let mut bar = crate::progress::Progress::new(cfg.progress, members.iter().map(bytes).fold(0, u64::saturating_add));
-    let mut done = 0u64;
-    let mut used = 1;
-    let mut i = 0;
-    while i < members.len() {
-        // A batch: consecutive small members, up to BATCH_BYTES of results.
-        let mut end = i;
-        let mut batch_bytes = 0;
-        while gpu.is_none()
-            && cfg.threads > 1
-            && end < members.len()
-            && end - i < BATCH_MEMBERS
-            && bytes(&members[end]) <= SMALL_MEMBER
-            && batch_bytes + bytes(&members[end]) <= BATCH_BYTES
-        {
-            batch_bytes += bytes(&members[end]);
-            end += 1;
-        }
-        if end - i >= 2 {
-            used = used.max(run_batch(cfg, inputs, &mut members[i..end], writer.as_deref_mut(), merging)?);
-            done = done.saturating_add(batch_bytes);
-            bar.set(done);
-            i = end;
-            continue;
-        }
-        let m = &mut members[i];
-        let (plan, opened) = plan_member(inputs, m)?;
-        let given = given(inputs, &opened)?;
-        if let Some(w) = writer.as_deref_mut() {
-            w.start_member(&m.pair.name, &plan.header, plan.data_bytes)?;
-        }
-        let ran = compute_member(cfg, &plan, given, gpu, cfg.threads, &mut |bytes| {
-            done = done.saturating_add(bytes.len() as u64);
-            bar.set(done);
-            match writer.as_deref_mut() {
-                Some(w) => w.write(bytes),
-                None => Ok(()),
-            }
-        })?;
-        used = used.max(ran.threads_used);
-        finish_member(m, &plan, ran, merging);
-        i += 1;
-    }
-    bar.finish();
-    Ok(used)
-}
-
-/// The plan of a member pair and its opened member inputs.
-fn plan_member(inputs: &[Opened; 2], m: &mut MemberRun) -> Result<(Plan, [Option<NpyInput>; 2])> {
-    let opened = [open_side(inputs, 0, m.pair.sides[0])?, open_side(inputs, 1, m.pair.sides[1])?];
-    let plan = {
-        let g = given(inputs, &opened)?;
-        Plan::new(&m.validation, g)?
-    };
-    Ok((plan, opened))
-}
-
-/// Both sides of a pair as the backends read them: an opened member, or the single `.npy`.
-fn given<'a>(inputs: &'a [Opened; 2], opened: &'a [Option<NpyInput>; 2]) -> Result<[&'a NpyInput; 2]> {
-    let one = |i: usize| -> Result<&'a NpyInput> {
-        match (&opened[i], &inputs[i]) {
-            (Some(x), _) => Ok(x),
-            (None, Opened::Single(x)) => Ok(x),
-            (None, Opened::Many(_)) => Err(anyhow!("internal error: a member side was not opened")),
-        }
-    };
-    Ok([one(0)?, one(1)?])
-}
-
-/// Records what a member's computation gave.
-fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran, merging: &mut Merging) {
-    debug_assert_eq!(m.strides.as_ref(), Some(&plan.strides), "the checks' strides are the plan's");
-    if let Some(acc) = ran.summary {
-        m.summary = Some(acc.finish());
-        merging.add(&acc);
-    }
-}
-
-/// A small member's plan, result bytes and run.
-type Computed = (Plan, Vec<u8>, Ran);
-
-/// Computes a batch of small members, one thread each, and writes their results in order.
-fn run_batch(
-    cfg: &Config,
-    inputs: &[Opened; 2],
-    batch: &mut [MemberRun],
-    mut writer: Option<&mut ContainerWriter<'_>>,
-    merging: &mut Merging,
-) -> Result<usize> {
-    let workers = cfg.threads.min(batch.len());
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<Computed>>>> = batch.iter().map(|_| Mutex::new(None)).collect();
-    let keep = writer.is_some();
-    let members: &[MemberRun] = batch;
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                if k >= members.len() {
-                    break;
-                }
-                let m = &members[k];
-                let r = (|| -> Result<Computed> {
-                    let opened = [open_side(inputs, 0, m.pair.sides[0])?, open_side(inputs, 1, m.pair.sides[1])?];
-                    let g = given(inputs, &opened)?;
-                    let plan = Plan::new(&m.validation, g)?;
-                    let mut out = Vec::with_capacity(if keep { plan.data_bytes as usize } else { 0 });
-                    let ran = compute_member(cfg, &plan, g, None, 1, &mut |bytes| {
-                        if keep {
-                            out.extend_from_slice(bytes);
-                        }
-                        Ok(())
-                    })?;
-                    Ok((plan, out, ran))
-                })();
-                if let Ok(mut slot) = results[k].lock() {
-                    *slot = Some(r);
-                }
-            });
-        }
-    });
-    for (m, slot) in batch.iter_mut().zip(results) {
-        let r = slot.into_inner().ok().flatten().ok_or_else(|| anyhow!("internal error: a member was not computed"))?;
-        let (plan, bytes, ran) = r?;
-        if let Some(w) = writer.as_deref_mut() {
-            w.start_member(&m.pair.name, &plan.header, plan.data_bytes)?;
-            w.write(&bytes)?;
-        }
-        finish_member(m, &plan, ran, merging);
-    }
-    Ok(workers)
-}
-
-/// Runs the backend over one member pair, handing the result's bytes to `write` in order.
-fn compute_member(
-    cfg: &Config,
-    plan: &Plan,
-    given: [&NpyInput; 2],
-    gpu: Option<&backend::wgpu::Gpu>,
-    threads: usize,
-    write: &mut dyn FnMut(&[u8]) -> Result<()>,
-) -> Result<Ran> {
-    let copies = pipeline::c_order_copies(plan, given)?;
-    let inputs = [0, 1].map(|i| copies[i].as_ref().unwrap_or(given[i]));
-    let iter = plan.iteration(inputs);
-    let feeds = Plan::feeds(&iter, inputs, gpu.map_or(RESIDENT_BYTES, |g| g.resident_limit()));
-    let job = Job {
-        sem: cfg.sem,
-        dtype: plan.dtype,
-        range: 0..iter.count(),
-        iter,
-        inputs,
-        feeds,
-        threads,
-        summarise: cfg.summarise,
-        positional: None,
-    };
-    match gpu {
-        None => backend::cpu::run(&job, &mut |e| match e {
-            Emit::Bytes(b) => write(b),
-            Emit::Written(_) => Ok(()),
-        }),
-        Some(g) => backend::wgpu::run(g, &job, &mut |b| write(b)),
-    }
-}
-
-/// `--stats` on standard error ([`digest::print`]): the totals, then the worst members.
-fn print_summary(cfg: &Config, members: &[MemberRun], merged: &Merged) {
-    if !cfg.summarise {
-        return;
-    }
-    let rows: Vec<digest::Row> = members
-        .iter()
-        .filter_map(|m| {
-            Some(digest::Row {
-                name: &m.pair.name,
-                dtype: m.dtype.map_or("-", |d| d.name()),
-                shape: m.validation.out_shape.as_deref().unwrap_or(&[]),
-                summary: m.summary.as_ref()?,
-            })
-        })
-        .collect();
-    let totals: Vec<(&str, &Summary)> = match merged {
-        Merged { all: Some(s), .. } => vec![("all members", s)],
-        Merged { all: None, float: Some(f), int: Some(i) } => vec![("float members", f), ("integer members", i)],
-        _ => Vec::new(),
-    };
-    digest::print(cfg, &rows, &totals);
-}
-
-/// The members' summaries merged: `all` when they are of one kind, else one per kind.
-struct Merged {
-    all: Option<crate::summary::Summary>,
-    float: Option<crate::summary::Summary>,
-    int: Option<crate::summary::Summary>,
-}
-
-/// The pairs' partial summaries merged as they finish, one per kind (merging is exact and
-/// order-free, so the totals do not depend on which pair finished first).
-#[derive(Default)]
-struct Merging {
-    float: Option<Accumulator>,
-    int: Option<Accumulator>,
-}
-
-impl Merging {
-    fn add(&mut self, a: &Accumulator) {
-        let slot = match a {
-            Accumulator::Float(_) => &mut self.float,
-            Accumulator::Int(_) => &mut self.int,
-        };
-        match slot {
-            Some(acc) => acc.merge(a),
-            None => *slot = Some(a.clone()),
-        }
-    }
-
-    fn finish(&self) -> Merged {
-        let [f, i] = [&self.float, &self.int].map(|a| a.as_ref().map(Accumulator::finish));
-        match (f, i) {
-            (Some(f), Some(i)) => Merged { all: None, float: Some(f), int: Some(i) },
-            (one, other) => Merged { all: one.or(other), float: None, int: None },
-        }
-    }
-}
-
-/// The report of the run.
-fn report(
-    cfg: &Config,
-    inputs: [ContainerInput; 2],
-    pairing: &Pairing,
-    members: Vec<MemberRun>,
-    progress: Progress,
-    outcome: &Outcome,
-    total: Duration,
-) -> ContainerReport {
-    let (status, error) = match outcome {
-        Outcome::Ok => (RunStatus::Ok, None),
-        Outcome::Invalid(msg) => (RunStatus::Invalid, Some(msg.clone())),
-        Outcome::Unpaired(msg) => (RunStatus::Unpaired, Some(msg.clone())),
-        Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
-    };
-    let merged = progress.merging.finish();
-    let computed = progress.execute.is_some();
-    let minimum = if members.iter().all(|m| m.validation.minimum_level.is_some()) {
-        members.iter().filter_map(|m| m.validation.minimum_level).max().map(|l| l.to_string())
-    } else {
-        None
-    };
-    let summaries: Vec<Option<Summary>> = members.iter().map(|m| m.summary.clone()).collect();
-    let totals = Totals {
-        pairs: members.len(),
-        ok: members.iter().filter(|m| m.validation.valid()).count(),
-        invalid: members.iter().filter(|m| !m.validation.valid()).count(),
-        unpaired: pairing.only_in_a.len() + pairing.only_in_b.len(),
-        minimum_feature_level: minimum,
-        elements: members.iter().map(|m| m.elements).sum(),
-        differing: (cfg.summarise && computed).then(|| summaries.iter().flatten().filter(|s| differs(s)).count()),
-        stats: merged.all,
-        stats_by_kind: match (merged.float, merged.int) {
-            (Some(float), Some(int)) => Some(StatsByKind { float, int }),
-            _ => None,
-        },
-    };
-    let named: Vec<(&str, Option<&Summary>)> =
-        members.iter().zip(&summaries).map(|(m, s)| (m.pair.name.as_str(), s.as_ref())).collect();
-    let ranks = digest::ranks(cfg.sem.op, &named);
-    let entries =
-        members.into_iter().zip(summaries).zip(ranks).map(|((m, stats), rank)| entry(cfg, m, stats, rank)).collect();
-    let gpu = cfg.backend == BackendKind::Wgpu;
-    ContainerReport {
-        schema_version: 1,
-        tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
-        op: cfg.sem.op.name(),
-        dml_operator: cfg.sem.op.dml_operator(),
-        feature_level: cfg.level.to_string(),
-        status,
-        valid: status == RunStatus::Ok && totals.invalid == 0,
-        error,
-        inputs,
-        members: entries,
-        unpaired: Unpaired {
-            only_in_a: pairing.only_in_a.clone(),
-            only_in_b: pairing.only_in_b.clone(),
-            skipped: cfg.skip_unpaired,
-        },
-        totals,
-        output: progress.output,
-        backend: BackendInfo {
-            name: cfg.backend.name(),
-            device: progress.device,
-            threads: (!gpu).then_some(cfg.threads),
-            threads_used: progress.threads_used.filter(|_| !gpu),
-        },
-        bytes_read: progress.bytes_read,
-        bytes_written: progress.bytes_written,
-        dry_run: cfg.dry_run,
-        timings_ms: ContainerTimings {
-            open: ms(progress.open),
-            validate: ms(progress.validate),
-            execute: progress.execute.map_or(0.0, ms),
-            total: ms(total),
-        },
-    }
-}
-
-/// A member pair's entry in the report.
-fn entry(cfg: &Config, m: MemberRun, stats: Option<Summary>, rank: Option<usize>) -> MemberEntry {
-    let valid = m.validation.valid();
-    let dml = match (cfg.level, m.dtype, &m.validation.out_shape, &m.strides) {
-        (LevelChoice::Dml(level), Some(dtype), Some(shape), Some(strides)) => {
-            row_for(cfg.sem.op, level).map(|row| descriptors(cfg.sem.op, row, dtype, shape, strides))
-        }
-        _ => None,
-    };
-    MemberEntry {
-        status: if valid { RunStatus::Ok } else { RunStatus::Invalid },
-        inputs: m.inputs,
-        support_row: m.validation.support_row.map(|r| r.to_string()),
-        minimum_feature_level: m.validation.minimum_level.map(|l| l.to_string()),
-        broadcast: match (&m.validation.out_shape, m.strides) {
-            (Some(shape), Some(strides)) => {
-                Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: shape.clone(), strides })
-            }
-            _ => None,
-        },
-        checks: m.validation.checks,
-        dml,
-        elements: m.elements,
-        stats,
-        rank,
-        output_member: m.written.then(|| m.pair.name.clone()),
-        name: m.pair.name,
-    }
 }

@@ -115,6 +115,13 @@ impl<'a> ContainerWriter<'a> {
     }
 }
 
+impl crate::output::result::ResultSink for ContainerWriter<'_> {
+    /// The current member's next data bytes.
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        ContainerWriter::write(self, bytes)
+    }
+}
+
 /// Whether `.npy` has a type for `dtype` (its type string reads back as the same dtype).
 fn npy_has(dtype: DType) -> bool {
     let descr = dtype.npy_descr();

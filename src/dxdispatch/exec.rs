@@ -11,12 +11,13 @@ use super::buffer::{input_view, make_buffer, store_output, Buffer, CHUNK_ELEMENT
 use super::desc::{addressed_bytes, element_count, sizes64, streams_into_output};
 use super::model::{Binding, Command, Dispatchable, Model, Resource, TENSOR_NAMES};
 use super::values;
-use crate::backend::{self, BackendKind, Emit, Job};
+use crate::backend::{Engine, Job};
 use crate::npy::header::encode_header;
 use crate::npy::input::NpyInput;
 use crate::op::Semantics;
+use crate::output::result::ResultSink;
 use crate::output::{BrokenPipe, Destination, Sink, Writing};
-use crate::plan::{Plan, RESIDENT_BYTES};
+use crate::plan::Plan;
 use crate::shape::{view_strides, Iteration};
 use crate::spec::dml::dml_name;
 use anyhow::{anyhow, Context, Result};
@@ -26,8 +27,7 @@ use std::path::{Path, PathBuf};
 /// Where a run's work goes.
 pub struct Runner<'a> {
     pub model: &'a Model,
-    pub backend: BackendKind,
-    pub gpu: Option<&'a backend::wgpu::Gpu>,
+    pub engine: &'a Engine,
     pub threads: usize,
     pub writing: Writing,
     /// Standard output, for `print`.
@@ -104,8 +104,7 @@ impl Runner<'_> {
         let strides = [0, 1].map(|i| view_strides(&views[i].1, false, &sizes));
         let inputs = [&views[0].0, &views[1].0];
         let iter = Iteration::new(&sizes, &strides[0], &strides[1]);
-        let resident = self.gpu.map_or(RESIDENT_BYTES, |g| g.resident_limit());
-        let feeds = Plan::feeds(&iter, inputs, resident);
+        let feeds = Plan::feeds(&iter, inputs, self.engine.resident_limit());
         let job = Job {
             sem: Semantics { op: d.op, half_precision: false },
             dtype,
@@ -123,38 +122,41 @@ impl Runner<'_> {
         // otherwise the result goes to a temporary file first, so that every input element is
         // read before any output element is written.
         if streams_into_output(out, bindings) {
-            let mut at = out_offset;
-            let mut emit = |e: Emit<'_>| -> Result<()> {
-                if let Emit::Bytes(bytes) = e {
-                    crate::sys::write_all_at(&target.file, bytes, at).context("cannot write the output buffer")?;
-                    at += bytes.len() as u64;
-                }
-                Ok(())
-            };
-            return self.compute(&job, &mut emit);
+            let mut sink = IntoBuffer { file: &target.file, at: out_offset };
+            self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
+            return Ok(());
         }
         let mut result = tempfile::tempfile().context("cannot create a temporary file for the result")?;
         {
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut result);
-            let mut emit = |e: Emit<'_>| -> Result<()> {
-                if let Emit::Bytes(bytes) = e {
-                    w.write_all(bytes).context("cannot write the result to a temporary file")?;
-                }
-                Ok(())
-            };
-            self.compute(&job, &mut emit)?;
-            w.flush().context("cannot write the result to a temporary file")?;
+            let mut sink = IntoTemporary(std::io::BufWriter::with_capacity(1 << 20, &mut result));
+            self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
+            sink.0.flush().context("cannot write the result to a temporary file")?;
         }
         store_output(out, &result, elements, target, out_offset)
     }
+}
 
-    /// Runs `job` on the chosen backend, its bytes in output order to `emit`.
-    fn compute(&self, job: &Job, emit: &mut dyn FnMut(Emit<'_>) -> Result<()>) -> Result<()> {
-        match (self.backend, self.gpu) {
-            (BackendKind::Wgpu, Some(gpu)) => backend::wgpu::run(gpu, job, &mut |bytes| emit(Emit::Bytes(bytes)))?,
-            _ => backend::cpu::run(job, emit)?,
-        };
+/// A dispatch's result written straight into its output buffer, from byte `at`.
+struct IntoBuffer<'f> {
+    file: &'f std::fs::File,
+    at: u64,
+}
+
+impl ResultSink for IntoBuffer<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        crate::sys::write_all_at(self.file, bytes, self.at).context("cannot write the output buffer")?;
+        self.at += bytes.len() as u64;
         Ok(())
+    }
+}
+
+/// A dispatch's result written in order into a temporary file, to be stored through the
+/// output desc once every input element was read.
+struct IntoTemporary<W: Write>(W);
+
+impl<W: Write> ResultSink for IntoTemporary<W> {
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.0.write_all(bytes).context("cannot write the result to a temporary file")
     }
 }
 

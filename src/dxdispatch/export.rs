@@ -3,17 +3,22 @@
 //! `.DIR.XXXXXX.tensorop-tmp` and renamed to `DIR` only when complete: a failed or interrupted
 //! export leaves no half-written repro (a kill by SIGKILL can leave the hidden directory).
 //!
+//! The run drives it as the destination of its result ([`Repro`], a `ResultSink` around the
+//! file destination of `expected.npy`): committing the result moves the directory into place
+//! (with `--fsync`, every file flushed first and the parent directory after), and only then is
+//! the report written, so it says whether the repro reached its name.
+//!
 //! It holds `a.npy` and `b.npy` (the inputs, C order, little-endian, `.npy` 1.0 or 2.0, as
 //! DxDispatch reads them), `expected.npy` (tensorop's result, computed as usual by the
 //! pipeline), `model.json` (whose tensor descs are the report's `dml` descriptors, with strides
 //! for the C-order files) and `README.txt` (the commands to run and compare).
 
-use crate::config::Config;
 use crate::npy::fortran;
 use crate::npy::header::encode_header;
 use crate::npy::input::NpyInput;
+use crate::op::Op;
+use crate::output::result::{Committed, ResultSink, ToOutput};
 use crate::output::Pending;
-use crate::pipeline::{self, Outcome};
 use crate::plan::Plan;
 use crate::shape::view_strides;
 use crate::spec::dml::{descriptors, TensorDesc};
@@ -31,21 +36,6 @@ pub const EXPECTED: &str = "expected.npy";
 pub const DML_OUTPUT: &str = "output.npy";
 pub const README: &str = "README.txt";
 
-/// Where a repro is being assembled: set on the configuration the pipeline runs with.
-#[derive(Debug, Clone)]
-pub struct Stage {
-    pub dir: PathBuf,
-    /// Where `expected.npy` ends up, as the report names the output.
-    pub final_output: String,
-}
-
-/// How an export ended: the pipeline's outcome, with a failed check made a refusal (exit 2).
-pub enum Exported {
-    Done(Outcome),
-    /// A check failed: no DirectML job to hand over (exit 2).
-    Refused(String),
-}
-
 /// A failed validation's message for `--dxdispatch`, whose job must be a DirectML one: the hint
 /// to use `--feature-level none`, which `--dxdispatch` refuses, becomes what the user can do.
 fn for_directml(msg: String) -> String {
@@ -59,27 +49,73 @@ fn for_directml(msg: String) -> String {
     }
 }
 
-/// Runs `cfg` (whose `dxdispatch` is `dir`) and writes the repro into `dir`.
-pub fn run(cfg: &Config, dir: &Path) -> Exported {
-    match prepare(dir) {
-        Ok((tmp, guard)) => {
-            let mut staged = cfg.clone();
-            staged.output = crate::output::Destination::Path(tmp.path().join(EXPECTED));
-            staged.export =
-                Some(Stage { dir: tmp.path().to_path_buf(), final_output: dir.join(EXPECTED).display().to_string() });
-            match pipeline::run(&staged) {
-                Outcome::Ok => {}
-                Outcome::Invalid(msg) => return Exported::Refused(for_directml(msg)),
-                other => return Exported::Done(other),
-            }
-            let done = finish(tmp, dir, cfg.writing.durable);
-            drop(guard);
-            Exported::Done(match done {
-                Ok(()) => Outcome::Ok,
-                Err(e) => Outcome::Error(e.context(format!("DxDispatch repro {}", dir.display()))),
-            })
-        }
-        Err(e) => Exported::Done(Outcome::Error(e.context(format!("DxDispatch repro {}", dir.display())))),
+/// The usage error of a `--dxdispatch DIR` run whose inputs fail DirectML's checks at `level`
+/// (`msg`: the failed checks): there is no DirectML job to hand over.
+pub fn refusal(dir: &Path, level: &str, msg: String) -> String {
+    let mut text = format!(
+        "--dxdispatch {}: these inputs fail DirectML's checks at feature level {level}, so there is no DirectML \
+         job to hand over (nothing was written):",
+        dir.display()
+    );
+    for line in for_directml(msg).lines() {
+        text.push_str("\n  ");
+        text.push_str(line);
+    }
+    text
+}
+
+/// A repro being assembled in a hidden directory beside `DIR`, removed if the run ends before
+/// it is moved into place.
+pub struct Repro {
+    tmp: tempfile::TempDir,
+    dir: PathBuf,
+    _guard: Pending,
+}
+
+impl Repro {
+    /// Refuses a `dir` that exists (unless it is an empty directory) and makes the hidden
+    /// directory beside it.
+    pub fn prepare(dir: &Path) -> Result<Repro> {
+        let (tmp, guard) = prepare(dir)?;
+        Ok(Repro { tmp, dir: dir.to_path_buf(), _guard: guard })
+    }
+
+    /// Where the result is written while the repro is assembled.
+    pub fn expected(&self) -> PathBuf {
+        self.tmp.path().join(EXPECTED)
+    }
+
+    /// The repro as the destination of the result, which `out` (on [`expected`](Self::expected))
+    /// writes.
+    pub fn around(self, out: ToOutput, durable: bool) -> InRepro {
+        InRepro { repro: self, out, durable }
+    }
+}
+
+/// The result's destination inside a repro: its finish commits `expected.npy`, then moves the
+/// directory to its name.
+pub struct InRepro {
+    repro: Repro,
+    out: ToOutput,
+    durable: bool,
+}
+
+impl ResultSink for InRepro {
+    fn in_place(&mut self, bytes: u64) -> Result<Option<std::fs::File>> {
+        self.out.in_place(bytes)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write(bytes)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Committed> {
+        let InRepro { repro, out, durable } = *self;
+        let committed = Box::new(out).finish()?;
+        let Repro { tmp, dir, _guard } = repro;
+        finish(tmp, &dir, durable).with_context(|| format!("DxDispatch repro {}", dir.display()))?;
+        drop(_guard);
+        Ok(committed)
     }
 }
 
@@ -109,75 +145,78 @@ fn prepare(dir: &Path) -> Result<(tempfile::TempDir, Pending)> {
     Ok((tmp, guard))
 }
 
-/// Called by the pipeline once the plan is made, while the inputs are open: writes the inputs
-/// in C order and `model.json` and `README.txt` into the stage.
-pub fn write_job(stage: &Stage, cfg: &Config, plan: &Plan, inputs: [&NpyInput; 2]) -> Result<()> {
-    let LevelChoice::Dml(level) = cfg.level else {
-        bail!("internal error: a DxDispatch export at --feature-level none");
-    };
-    let row = row_for(cfg.sem.op, level).ok_or_else(|| anyhow!("internal error: no support row"))?;
-    let mut c_strides: [Vec<u64>; 2] = [vec![], vec![]];
-    for (i, input) in inputs.iter().enumerate() {
-        write_c_order(input, &stage.dir.join(INPUTS[i]))
-            .with_context(|| format!("cannot write input {} as {}", ["A", "B"][i], INPUTS[i]))?;
-        c_strides[i] = view_strides(&input.header.shape, false, &plan.out_shape);
-    }
-    let d = descriptors(cfg.sem.op, row, plan.dtype, &plan.out_shape, &c_strides);
-    let elements: u64 = plan.out_shape.iter().product();
-    let dims: Vec<u64> = if plan.out_shape.is_empty() { vec![1] } else { plan.out_shape.clone() };
-    // The short spelling DxDispatch's own examples use for buffers (the descs keep the report's).
-    let dml_type = crate::spec::dml::dml_name(plan.dtype);
-    let name = cfg.sem.op.name();
-    let model = json!({
-        "resources": {
-            "A": { "initialValues": { "sourcePath": INPUTS[0] } },
-            "B": { "initialValues": { "sourcePath": INPUTS[1] } },
-            "Out": { "initialValuesDataType": dml_type, "initialValues": { "valueCount": elements, "value": 0 } },
-        },
-        "dispatchables": {
-            name: {
-                "type": d.operator,
-                "desc": {
-                    "ATensor": desc_json(&d.tensors.a),
-                    "BTensor": desc_json(&d.tensors.b),
-                    "OutputTensor": desc_json(&d.tensors.output),
+impl Repro {
+    /// Called once the plan is made, while the inputs are open: writes the inputs in C order and
+    /// `model.json` and `README.txt` into the hidden directory.
+    pub fn write_job(&self, op: Op, level: LevelChoice, plan: &Plan, inputs: [&NpyInput; 2]) -> Result<()> {
+        let LevelChoice::Dml(level) = level else {
+            bail!("internal error: a DxDispatch export at --feature-level none");
+        };
+        let dir = self.tmp.path();
+        let row = row_for(op, level).ok_or_else(|| anyhow!("internal error: no support row"))?;
+        let mut c_strides: [Vec<u64>; 2] = [vec![], vec![]];
+        for (i, input) in inputs.iter().enumerate() {
+            write_c_order(input, &dir.join(INPUTS[i]))
+                .with_context(|| format!("cannot write input {} as {}", ["A", "B"][i], INPUTS[i]))?;
+            c_strides[i] = view_strides(&input.header.shape, false, &plan.out_shape);
+        }
+        let d = descriptors(op, row, plan.dtype, &plan.out_shape, &c_strides);
+        let elements: u64 = plan.out_shape.iter().product();
+        let dims: Vec<u64> = if plan.out_shape.is_empty() { vec![1] } else { plan.out_shape.clone() };
+        // The short spelling DxDispatch's own examples use for buffers (the descs keep the report's).
+        let dml_type = crate::spec::dml::dml_name(plan.dtype);
+        let name = op.name();
+        let model = json!({
+            "resources": {
+                "A": { "initialValues": { "sourcePath": INPUTS[0] } },
+                "B": { "initialValues": { "sourcePath": INPUTS[1] } },
+                "Out": { "initialValuesDataType": dml_type, "initialValues": { "valueCount": elements, "value": 0 } },
+            },
+            "dispatchables": {
+                name: {
+                    "type": d.operator,
+                    "desc": {
+                        "ATensor": desc_json(&d.tensors.a),
+                        "BTensor": desc_json(&d.tensors.b),
+                        "OutputTensor": desc_json(&d.tensors.output),
+                    }
                 }
-            }
-        },
-        "commands": [
-            { "type": "dispatch", "dispatchable": name, "bindings": { "ATensor": "A", "BTensor": "B", "OutputTensor": "Out" } },
-            { "type": "writeFile", "targetPath": DML_OUTPUT, "resource": "Out", "dimensions": dims },
-        ]
-    });
-    let mut text = serde_json::to_string_pretty(&model)?;
-    text.push('\n');
-    std::fs::write(stage.dir.join(MODEL), text).context("cannot write model.json")?;
-    let readme = format!(
-        "DxDispatch repro written by tensorop {version}\n\
-         \n\
-         Job: tensorop {name} ({op}), {dtype} {shape}, checked at DirectML feature level {level}.\n\
-         Inputs: a.npy, b.npy. tensorop's result: expected.npy.\n\
-         \n\
-         Run it with DxDispatch, from this directory (DxDispatch writes {out} into the current\n\
-         directory):\n\
-         \n\
-         \x20   dxdispatch model.json --dml_feature_level {level}\n\
-         \n\
-         Compare DirectML's result with tensorop's (exit 0 when bit-identical, 4 when not):\n\
-         \n\
-         \x20   tensorop compare {out} expected.npy\n\
-         \n\
-         Run the model on any machine, without DirectML:\n\
-         \n\
-         \x20   tensorop run model.json --feature-level {level}\n",
-        version = env!("CARGO_PKG_VERSION"),
-        op = cfg.sem.op.dml_operator(),
-        dtype = plan.dtype.name(),
-        shape = crate::shape::fmt_shape(&plan.out_shape),
-        out = DML_OUTPUT,
-    );
-    std::fs::write(stage.dir.join(README), readme).context("cannot write README.txt")?;
-    Ok(())
+            },
+            "commands": [
+                { "type": "dispatch", "dispatchable": name, "bindings": { "ATensor": "A", "BTensor": "B", "OutputTensor": "Out" } },
+                { "type": "writeFile", "targetPath": DML_OUTPUT, "resource": "Out", "dimensions": dims },
+            ]
+        });
+        let mut text = serde_json::to_string_pretty(&model)?;
+        text.push('\n');
+        std::fs::write(dir.join(MODEL), text).context("cannot write model.json")?;
+        let readme = format!(
+            "DxDispatch repro written by tensorop {version}\n\
+             \n\
+             Job: tensorop {name} ({op}), {dtype} {shape}, checked at DirectML feature level {level}.\n\
+             Inputs: a.npy, b.npy. tensorop's result: expected.npy.\n\
+             \n\
+             Run it with DxDispatch, from this directory (DxDispatch writes {out} into the current\n\
+             directory):\n\
+             \n\
+             \x20   dxdispatch model.json --dml_feature_level {level}\n\
+             \n\
+             Compare DirectML's result with tensorop's (exit 0 when bit-identical, 4 when not):\n\
+             \n\
+             \x20   tensorop compare {out} expected.npy\n\
+             \n\
+             Run the model on any machine, without DirectML:\n\
+             \n\
+             \x20   tensorop run model.json --feature-level {level}\n",
+            version = env!("CARGO_PKG_VERSION"),
+            op = op.dml_operator(),
+            dtype = plan.dtype.name(),
+            shape = crate::shape::fmt_shape(&plan.out_shape),
+            out = DML_OUTPUT,
+        );
+        std::fs::write(dir.join(README), readme).context("cannot write README.txt")?;
+        Ok(())
+    }
 }
 
 /// A tensor desc as a model writes it: the report's fields, `Strides` only where given.
@@ -228,5 +267,15 @@ fn finish(tmp: tempfile::TempDir, dir: &Path, durable: bool) -> Result<()> {
     std::fs::rename(&staged, dir).map_err(|e| {
         let _ = std::fs::remove_dir_all(&staged);
         anyhow!(e).context(format!("cannot move the repro into place at {}", dir.display()))
-    })
+    })?;
+    if durable {
+        // The rename itself is on storage only once the directory holding it is.
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        crate::sys::sync_directory(parent)
+            .with_context(|| format!("cannot flush the directory {} to storage (--fsync)", parent.display()))?;
+    }
+    Ok(())
 }

@@ -15,13 +15,14 @@ pub mod json;
 pub mod model;
 pub mod values;
 
-use crate::backend::BackendKind;
-use crate::cli::{BackendArg, RunArgs};
+use crate::backend::Engine;
+use crate::config::run::RunConfig;
 use crate::dtype::DType;
 use crate::npy::header::FileDType;
 use crate::npy::input::NpyInput;
-use crate::output::{Destination, Sink, Writing, NAMED_TEMPFILES_ENV};
-use crate::report::Tool;
+use crate::outcome::Outcome;
+use crate::output::Destination;
+use crate::report::{Head, Report, RunStatus};
 use anyhow::{anyhow, bail, Context, Result};
 use checks::DispatchReport;
 use model::{Command, Init, Model, Paths};
@@ -37,14 +38,11 @@ pub const MAX_MODEL_BYTES: u64 = 8 << 20;
 /// The `tensorop run` report (`docs/report.md`, "The run report").
 #[derive(Debug, Serialize)]
 struct RunReport {
-    schema_version: u32,
-    tool: Tool,
+    #[serde(flatten)]
+    head: Head,
     command: &'static str,
     model: String,
     feature_level: String,
-    status: crate::report::RunStatus,
-    valid: bool,
-    error: Option<String>,
     dispatches: Vec<DispatchReport>,
     written: Vec<String>,
     backend: &'static str,
@@ -57,130 +55,88 @@ struct Timings {
     total: f64,
 }
 
-/// How `run` ended, with its exit status.
-enum Ending {
-    Ok,
-    /// A check failed (exit 3): the failures, one per line.
-    Invalid(String),
-    Error(anyhow::Error),
-}
-
-/// Why a model stopped before running, not being an error.
-enum Stop {
-    /// A check failed: the failures, one per line (exit 3).
-    Invalid(String),
-    /// A usage error found once the model was read (exit 2, no report): `--report` naming one
-    /// of the model's files.
-    Usage(String),
-}
-
-/// `tensorop run`: returns the exit status (0, 1 runtime error or malformed model, 3 a check
-/// failed). Usage errors were refused by the caller. `print` commands write to standard output.
-pub fn run(args: &RunArgs) -> u8 {
-    run_to(args, &mut std::io::stdout().lock())
+/// `tensorop run`: reads, checks and runs the model, writes the report if asked, and returns
+/// the outcome. `print` commands write to standard output.
+pub fn run(cfg: &RunConfig) -> Outcome {
+    run_to(cfg, &mut std::io::stdout().lock())
 }
 
 /// [`run`], with `print` commands writing to `out`.
-pub fn run_to(args: &RunArgs, out: &mut dyn std::io::Write) -> u8 {
+pub fn run_to(cfg: &RunConfig, out: &mut dyn std::io::Write) -> Outcome {
     let start = Instant::now();
-    let writing = Writing { durable: args.fsync, unnamed: std::env::var(NAMED_TEMPFILES_ENV).as_deref() != Ok("1") };
-    let report_dest = args.report.as_deref().map(Destination::parse);
-    let report_sink = match report_dest.as_ref().map(|d| Sink::open(d, writing)).transpose() {
+    let report_sink = match cfg.report.as_ref().map(|d| Report::open_sink(d, cfg.writing)).transpose() {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("tensorop: error: report: {e:#}");
-            return 1;
-        }
+        Err(e) => return Outcome::Error(e),
     };
     let mut dispatches = Vec::new();
     let mut written = Vec::new();
-    let ending = match run_model(args, writing, out, &mut dispatches, &mut written) {
-        Ok(Ok(())) => Ending::Ok,
-        Ok(Err(Stop::Invalid(msg))) => Ending::Invalid(msg),
-        Ok(Err(Stop::Usage(msg))) => {
-            eprintln!("tensorop: usage error: {msg}");
-            return 2;
-        }
-        Err(e) if e.is::<crate::output::BrokenPipe>() => Ending::Ok,
-        Err(e) => Ending::Error(e),
-    };
-    let (status, error, code) = match &ending {
-        Ending::Ok => (crate::report::RunStatus::Ok, None, 0),
-        Ending::Invalid(m) => (crate::report::RunStatus::Invalid, Some(m.clone()), 3),
-        Ending::Error(e) => (crate::report::RunStatus::Error, Some(format!("{e:#}")), 1),
-    };
-    match &ending {
-        Ending::Ok if !args.quiet => {
+    let outcome = Outcome::of(run_model(cfg, out, &mut dispatches, &mut written));
+    match &outcome {
+        // A usage error: no report.
+        Outcome::Refused(_) => return outcome,
+        Outcome::Ok if !cfg.quiet => {
             for p in &written {
                 eprintln!("tensorop: wrote {}", p.display());
             }
         }
-        Ending::Ok => {}
-        Ending::Invalid(m) => {
-            eprintln!("tensorop: validation failed (nothing was run or written):");
-            for line in m.lines() {
-                eprintln!("  {line}");
-            }
-        }
-        Ending::Error(e) => eprintln!("tensorop: error: {e:#}"),
+        _ => {}
     }
+    let (status, error) = outcome.status();
     let report = RunReport {
-        schema_version: 1,
-        tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
-        command: "run",
-        model: args.model.clone(),
-        feature_level: args.feature_level.to_string(),
-        status,
         // Every dispatch checked and passed (a model without dispatches has nothing to fail).
-        valid: code == 0,
-        error,
+        head: Head::new(status, status == RunStatus::Ok, error),
+        command: "run",
+        model: cfg.model.clone(),
+        feature_level: cfg.level.to_string(),
         dispatches,
         written: written.iter().map(|p| p.display().to_string()).collect(),
-        backend: backend_of(args).name(),
-        dry_run: args.dry_run,
+        backend: cfg.backend.name(),
+        dry_run: cfg.dry_run,
         timings_ms: Timings { total: crate::report::ms(start.elapsed()) },
     };
-    if let Some(sink) = report_sink {
-        let result = (|| -> Result<()> {
-            let mut sink = sink;
-            let mut text = serde_json::to_string_pretty(&report)?;
-            text.push('\n');
-            sink.write(text.as_bytes())?;
-            sink.commit()?;
-            Ok(())
-        })();
-        if let Err(e) = result {
-            eprintln!("tensorop: error: report {}: {e:#}", args.report.as_deref().unwrap_or("-"));
-            if code == 0 {
-                return 1;
-            }
-        }
-    }
-    code
+    outcome.with_report(cfg.report.as_ref().zip(report_sink), |sink| crate::report::write_json(&report, sink))
 }
 
-fn backend_of(args: &RunArgs) -> BackendKind {
-    match args.backend {
-        BackendArg::Cpu => BackendKind::Cpu,
-        BackendArg::Wgpu => BackendKind::Wgpu,
-    }
-}
-
-/// Reads, checks and runs the model. `Ok(Err(stop))`: a check failed, or the report would
-/// replace one of the model's files.
+/// Reads, checks and runs the model: `Ok(Invalid)` when a check failed, `Ok(Refused)` when the
+/// report would replace one of the model's files.
 fn run_model(
-    args: &RunArgs,
-    writing: Writing,
+    cfg: &RunConfig,
     out: &mut dyn std::io::Write,
     dispatches: &mut Vec<DispatchReport>,
     written: &mut Vec<PathBuf>,
-) -> Result<std::result::Result<(), Stop>> {
-    let model_path = Path::new(&args.model);
-    let model = load(model_path, args).with_context(|| format!("model {}", model_path.display()))?;
-    if let Some(msg) = report_clash(args, &model) {
-        return Ok(Err(Stop::Usage(msg)));
+) -> Result<Outcome> {
+    let model_path = Path::new(&cfg.model);
+    let model = load(model_path, cfg).with_context(|| format!("model {}", model_path.display()))?;
+    if let Some(msg) = report_clash(cfg, &model) {
+        return Ok(Outcome::Refused(msg));
     }
-    *dispatches = checks::check_all(&model, args.feature_level);
+    *dispatches = checks::check_all(&model, cfg.level);
+    if let Some(msg) = failures(dispatches) {
+        return Ok(Outcome::Invalid(msg));
+    }
+    preflight(&model, cfg.resource_limit)?;
+    if cfg.dry_run {
+        return Ok(Outcome::Ok);
+    }
+    let engine = Engine::open(cfg.backend, &cfg.wgpu)?;
+    let mut runner = exec::Runner {
+        model: &model,
+        engine: &engine,
+        threads: cfg.threads,
+        writing: cfg.writing,
+        out,
+        written: Vec::new(),
+        out_closed: false,
+    };
+    let result = runner.run();
+    *written = std::mem::take(&mut runner.written);
+    result?;
+    Ok(Outcome::Ok)
+}
+
+/// The failed checks of every dispatch, one per line, and the level the whole model needs;
+/// `None` when every dispatch passes.
+fn failures(dispatches: &[DispatchReport]) -> Option<String> {
     let failures: Vec<String> = dispatches
         .iter()
         .filter(|d| !d.valid)
@@ -190,61 +146,29 @@ fn run_model(
             })
         })
         .collect();
-    if !failures.is_empty() {
-        let mut msg = failures.join("\n");
-        // The level the whole model needs: the newest of the dispatches' oldest levels.
-        let levels: Option<Vec<_>> = dispatches.iter().map(|d| d.minimum_feature_level).collect();
-        if let Some(oldest) = levels.and_then(|l| l.into_iter().max()) {
-            msg.push_str(&format!(
-                "\nevery dispatch passes at feature level {oldest} and newer: use --feature-level {oldest}"
-            ));
-        }
-        return Ok(Err(Stop::Invalid(msg)));
+    if failures.is_empty() {
+        return None;
     }
-    preflight(&model, args.resource_limit)?;
-    if args.dry_run {
-        return Ok(Ok(()));
+    let mut msg = failures.join("\n");
+    // The level the whole model needs: the newest of the dispatches' oldest levels.
+    let levels: Option<Vec<_>> = dispatches.iter().map(|d| d.minimum_feature_level).collect();
+    if let Some(oldest) = levels.and_then(|l| l.into_iter().max()) {
+        msg.push_str(&format!(
+            "\nevery dispatch passes at feature level {oldest} and newer: use --feature-level {oldest}"
+        ));
     }
-    let backend = backend_of(args);
-    let gpu = match backend {
-        BackendKind::Cpu => None,
-        BackendKind::Wgpu => {
-            let tuning = crate::backend::wgpu::WgpuTuning::from_env()?;
-            Some(crate::backend::wgpu::Gpu::open(&tuning)?)
-        }
-    };
-    let threads = match args.threads {
-        Some(n) => usize::from(n),
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let mut runner = exec::Runner {
-        model: &model,
-        backend,
-        gpu: gpu.as_ref(),
-        threads,
-        writing,
-        out,
-        written: Vec::new(),
-        out_closed: false,
-    };
-    let result = runner.run();
-    *written = std::mem::take(&mut runner.written);
-    result?;
-    Ok(Ok(()))
+    Some(msg)
 }
 
 /// Refuses a `--report` path that names the model, a file a resource reads, a file a
 /// `writeFile` writes, or the file standard output (where `print` writes) was redirected to.
-fn report_clash(args: &RunArgs, model: &Model) -> Option<String> {
+fn report_clash(cfg: &RunConfig, model: &Model) -> Option<String> {
     use crate::output::identity::{refuse_report_over, Named, Role, Use};
-    let report = match args.report.as_deref().map(Destination::parse) {
-        Some(Destination::Path(p)) => p,
-        _ => return None,
-    };
+    let Some(Destination::Path(report)) = &cfg.report else { return None };
     fn role(what: String, path: &Path, used: Use) -> Role<'_> {
         Role { what, named: Named::Path(path), used }
     }
-    let mut roles = vec![role(format!("the model ({})", args.model), Path::new(&args.model), Use::Read)];
+    let mut roles = vec![role(format!("the model ({})", cfg.model), Path::new(&cfg.model), Use::Read)];
     for r in &model.resources {
         if let Init::Npy(p) | Init::Raw(p) = &r.init {
             roles.push(role(format!("resource '{}' ({})", r.name, p.display()), p, Use::Read));
@@ -256,18 +180,18 @@ fn report_clash(args: &RunArgs, model: &Model) -> Option<String> {
             roles.push(role(format!("the writeFile of '{name}' ({})", target.display()), target, Use::Write));
         }
     }
-    if !args.dry_run {
+    if !cfg.dry_run {
         roles.push(Role {
             what: "standard output, where print writes,".into(),
             named: Named::Stdout,
             used: Use::Write,
         });
     }
-    refuse_report_over(&report, &roles)
+    refuse_report_over(report, &roles)
 }
 
 /// Reads and resolves the model file.
-fn load(path: &Path, args: &RunArgs) -> Result<Model> {
+fn load(path: &Path, cfg: &RunConfig) -> Result<Model> {
     let meta = std::fs::metadata(path).context("cannot open the model")?;
     if meta.is_dir() {
         bail!("is a directory; give the model's .json file");
@@ -284,10 +208,8 @@ fn load(path: &Path, args: &RunArgs) -> Result<Model> {
     }
     let root = json::parse(&text)?;
     let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let paths = Paths {
-        input: args.input_path.clone().unwrap_or(folder),
-        output: args.output_path.clone().unwrap_or_default(),
-    };
+    let paths =
+        Paths { input: cfg.input_path.clone().unwrap_or(folder), output: cfg.output_path.clone().unwrap_or_default() };
     model::read(&root, &paths, &npy_dtype)
 }
 
@@ -346,14 +268,7 @@ fn preflight(model: &Model, limit: u64) -> Result<()> {
         );
     }
     let dir = std::env::temp_dir();
-    if let Some(available) = crate::sys::available_bytes(&dir) {
-        if needed > available {
-            bail!(
-                "the resources need {needed} bytes of temporary space but {} has {available} bytes available; \
-                 point TMPDIR at a filesystem with room",
-                dir.display()
-            );
-        }
-    }
+    let label = format!("temporary space ({})", dir.display());
+    crate::output::space::check_free_space(&label, &dir, needed, crate::output::space::Room::Resources)?;
     Ok(())
 }

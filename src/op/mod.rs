@@ -31,6 +31,15 @@ impl Op {
     pub const ALL: [Op; 2] = [Op::Sub, Op::SqDiff];
 
     /// The command name (`sub`, `sqdiff`).
+    /// The name of the mean of this operator's result, where it has one of its own (`--stats`
+    /// prints it).
+    pub fn mean_name(self) -> Option<&'static str> {
+        match self {
+            Op::Sub => None,
+            Op::SqDiff => Some("mean squared error"),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Op::Sub => "sub",

@@ -21,6 +21,8 @@
 pub mod identity;
 pub mod leftovers;
 pub mod parts;
+pub mod result;
+pub mod space;
 pub mod target;
 
 use crate::sys;
@@ -141,6 +143,23 @@ impl std::fmt::Display for BrokenPipe {
     }
 }
 impl std::error::Error for BrokenPipe {}
+
+/// Says on standard error (unless `quiet`) which temporary files of interrupted runs opening
+/// `sink` removed.
+pub fn note_leftovers(quiet: bool, dest: &Destination, sink: &Sink) {
+    if !quiet {
+        for name in sink.removed_leftovers() {
+            eprintln!("tensorop: removed {name}, left beside {} by an interrupted run", dest.label());
+        }
+    }
+}
+
+/// Whether `e` is the reader of standard output going away: a [`BrokenPipe`] from a sink, or
+/// a broken pipe from a writer of standard output.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.is::<BrokenPipe>()
+        || e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}
 
 /// An I/O error of a writer over a [`Sink`] as the pipeline expects it: a closed standard output is a
 /// [`BrokenPipe`].

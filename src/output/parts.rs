@@ -265,7 +265,12 @@ fn enter(
 /// Creates the job's data file in `dir` under a new random name (`data.XXXXXX`), `bytes` long
 /// (sparse where the filesystem allows). Returns its name and the file, open for writing.
 fn new_data_file(dir: &Path, bytes: u64) -> Result<(String, File)> {
-    crate::pipeline::check_free_space(&dir.join("data").display().to_string(), dir, bytes)?;
+    crate::output::space::check_free_space(
+        &format!("output {}", dir.join("data").display()),
+        dir,
+        bytes,
+        crate::output::space::Room::Output,
+    )?;
     // Created as any new file is (not private, as temporary files are): it becomes the result.
     let tmp = tempfile::Builder::new()
         .prefix("data.")

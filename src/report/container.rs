@@ -3,23 +3,18 @@
 //! one entry per member pair with the single pair's keys for that pair, the members only one
 //! input holds, and the totals.
 
-use super::{BackendInfo, BroadcastInfo, RunStatus, Tool};
+use super::{BackendInfo, BroadcastInfo, RunStatus};
 use crate::spec::checks::Check;
 use crate::summary::Summary;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
 pub struct ContainerReport {
-    pub schema_version: u32,
-    pub tool: Tool,
+    #[serde(flatten)]
+    pub head: super::Head,
     pub op: &'static str,
     pub dml_operator: &'static str,
     pub feature_level: String,
-    pub status: RunStatus,
-    /// Every member pair ran (or, with `--dry-run`, would run) and passed its checks, and no
-    /// member was left without a partner (unless `--skip-unpaired`).
-    pub valid: bool,
-    pub error: Option<String>,
     pub inputs: [ContainerInput; 2],
     pub members: Vec<MemberEntry>,
     pub unpaired: Unpaired,

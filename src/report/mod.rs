@@ -23,10 +23,34 @@ pub enum RunStatus {
     Unpaired,
 }
 
+/// The keys every report starts with, for a single pair, a container pair and `tensorop run`
+/// alike: the schema, the tool, and how the run ended.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub struct Head {
     pub schema_version: u32,
     pub tool: Tool,
+    pub status: RunStatus,
+    /// The run ended `ok` and every check it made passed.
+    pub valid: bool,
+    pub error: Option<String>,
+}
+
+impl Head {
+    pub fn new(status: RunStatus, valid: bool, error: Option<String>) -> Head {
+        Head {
+            schema_version: 1,
+            tool: Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") },
+            status,
+            valid,
+            error,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub head: Head,
     pub op: &'static str,
     pub dml_operator: &'static str,
     pub feature_level: String,
@@ -34,9 +58,6 @@ pub struct Report {
     /// The oldest DirectML level at which these inputs pass every check; `None` when no level
     /// does or the inputs could not be read.
     pub minimum_feature_level: Option<String>,
-    pub status: RunStatus,
-    pub valid: bool,
-    pub error: Option<String>,
     pub inputs: Vec<InputInfo>,
     pub output: Option<OutputInfo>,
     pub broadcast: Option<BroadcastInfo>,

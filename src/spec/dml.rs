@@ -126,4 +126,3 @@ mod tests {
         assert_eq!(d.tensors.a.total_tensor_size_in_bytes, 4);
     }
 }
-

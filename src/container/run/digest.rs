@@ -157,7 +157,7 @@ pub(super) fn print(cfg: &Config, rows: &[Row], totals: &[(&str, &Summary)]) {
         rows.len() - differing
     );
     for (dtype, s) in totals {
-        let label = Label { of: cfg.sem.op.name(), dtype, mean: crate::pipeline::mean_name(cfg.sem.op) };
+        let label = Label { of: cfg.sem.op.name(), dtype, mean: cfg.sem.op.mean_name() };
         eprint!("{}", human_part(s, &label, cfg.verbose));
     }
     let keyed: Vec<(&str, &Summary)> = rows.iter().map(|r| (r.name, r.summary)).collect();

@@ -1,5 +1,6 @@
-//! Turns parsed arguments into a [`Config`]: paths, level, backend and modes resolved, usage
-//! rules that clap cannot express enforced. Nothing after this module sees clap; nothing in it
+//! Turns parsed arguments into a [`Config`] (`sub`, `sqdiff`) or a [`run::RunConfig`]
+//! (`tensorop run`): paths, level, backend and modes resolved, every flag and environment
+//! variable read once, and usage rules that clap cannot express enforced, before any work. Nothing after this module sees clap; nothing in it
 //! opens a file for its data: it only asks what the paths it was given name
 //! (`output::identity`), so that a report never replaces an input or the result.
 
@@ -15,6 +16,8 @@ use crate::progress::ProgressMode;
 use crate::spec::checks::BroadcastMode;
 use crate::spec::level::LevelChoice;
 use std::io::IsTerminal;
+
+pub mod run;
 
 /// A usage error: exit status 2.
 #[derive(Debug)]
@@ -52,8 +55,6 @@ pub struct Config {
     pub wgpu: WgpuTuning,
     /// `--dxdispatch DIR`: also write the job as a DxDispatch repro there.
     pub dxdispatch: Option<std::path::PathBuf>,
-    /// Set by the export while it runs the pipeline: where the repro is assembled.
-    pub export: Option<crate::dxdispatch::export::Stage>,
     /// Containers: `--member` patterns (empty: every member).
     pub members: Vec<String>,
     /// Containers: `--skip-unpaired`.
@@ -94,48 +95,13 @@ impl Config {
             (None, None) => Destination::Stdout,
         };
         let report = args.report.as_deref().map(Destination::parse);
-        if report == Some(Destination::Stdout) && output == Destination::Stdout && !args.dry_run {
-            return Err(UsageError(
-                "--report - and the output both go to standard output; write the output to a file with -o, \
-                 or the report with --report PATH"
-                    .into(),
-            ));
-        }
-        if let Some(Destination::Path(r)) = &report {
-            let roles = report_roles(&inputs, &output, args.dxdispatch.as_deref(), args.dry_run);
-            if let Some(msg) = identity::refuse_report_over(r, &roles) {
-                return Err(UsageError(msg));
-            }
-        }
+        check_report(report.as_ref(), &inputs, &output, &args)?;
         let part = args.part.as_deref().map(PartSpec::parse).transpose().map_err(UsageError)?;
         if let Some(p) = part {
-            if output == Destination::Stdout {
-                return Err(UsageError(format!(
-                    "--part {}/{}: parts write into one file that appears when the last part is done; give it with \
-                     -o PATH (not standard output)",
-                    p.index, p.count
-                )));
-            }
-            if inputs.contains(&Source::Stdin) {
-                return Err(UsageError(format!(
-                    "--part {}/{}: every part reads the inputs, so they must be files, not standard input",
-                    p.index, p.count
-                )));
-            }
+            check_part(p, &inputs, &output)?;
         }
-        let threads = match args.threads {
-            Some(n) => usize::from(n),
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
         let quiet = args.quiet;
-        let backend = match args.backend {
-            BackendArg::Cpu => BackendKind::Cpu,
-            BackendArg::Wgpu => BackendKind::Wgpu,
-        };
-        let wgpu = match backend {
-            BackendKind::Cpu => WgpuTuning::default(),
-            BackendKind::Wgpu => WgpuTuning::from_lookup(env).map_err(|e| UsageError(format!("{e:#}")))?,
-        };
+        let (backend, wgpu) = backend(args.backend, env)?;
         Ok(Config {
             sem: Semantics { op, half_precision: args.half_precision },
             inputs,
@@ -149,9 +115,9 @@ impl Config {
             report,
             dry_run: args.dry_run,
             summarise: args.stats,
-            writing: Writing { durable: args.fsync, unnamed: env(NAMED_TEMPFILES_ENV).as_deref() != Some("1") },
+            writing: writing(args.fsync, env),
             quiet,
-            threads,
+            threads: threads(args.threads),
             progress: match (quiet, args.progress) {
                 (true, _) | (_, ProgressArg::Never) => ProgressMode::Never,
                 (_, ProgressArg::Always) => ProgressMode::Always,
@@ -159,13 +125,79 @@ impl Config {
             },
             wgpu,
             dxdispatch: args.dxdispatch,
-            export: None,
             members: args.members,
             skip_unpaired: args.skip_unpaired,
             verbose: args.verbose,
             part,
         })
     }
+}
+
+/// Refuses a report that would go where the result goes, or replace an input or the result.
+fn check_report(
+    report: Option<&Destination>,
+    inputs: &[Source; 2],
+    output: &Destination,
+    args: &OpArgs,
+) -> Result<(), UsageError> {
+    if report == Some(&Destination::Stdout) && *output == Destination::Stdout && !args.dry_run {
+        return Err(UsageError(
+            "--report - and the output both go to standard output; write the output to a file with -o, \
+             or the report with --report PATH"
+                .into(),
+        ));
+    }
+    if let Some(Destination::Path(r)) = report {
+        let roles = report_roles(inputs, output, args.dxdispatch.as_deref(), args.dry_run);
+        if let Some(msg) = identity::refuse_report_over(r, &roles) {
+            return Err(UsageError(msg));
+        }
+    }
+    Ok(())
+}
+
+/// `--part K/N` needs an output file and inputs every part can read.
+fn check_part(p: PartSpec, inputs: &[Source; 2], output: &Destination) -> Result<(), UsageError> {
+    if *output == Destination::Stdout {
+        return Err(UsageError(format!(
+            "--part {}/{}: parts write into one file that appears when the last part is done; give it with \
+             -o PATH (not standard output)",
+            p.index, p.count
+        )));
+    }
+    if inputs.contains(&Source::Stdin) {
+        return Err(UsageError(format!(
+            "--part {}/{}: every part reads the inputs, so they must be files, not standard input",
+            p.index, p.count
+        )));
+    }
+    Ok(())
+}
+
+/// `--threads N`, or every core the process may use.
+fn threads(n: Option<u16>) -> usize {
+    match n {
+        Some(n) => usize::from(n),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// `--backend`, with the wgpu backend's settings read from the environment (only when it is
+/// chosen): a bad setting is a usage error before any work.
+fn backend(arg: BackendArg, env: &dyn Fn(&str) -> Option<String>) -> Result<(BackendKind, WgpuTuning), UsageError> {
+    match arg {
+        BackendArg::Cpu => Ok((BackendKind::Cpu, WgpuTuning::default())),
+        BackendArg::Wgpu => {
+            let tuning = WgpuTuning::from_lookup(env).map_err(|e| UsageError(format!("{e:#}")))?;
+            Ok((BackendKind::Wgpu, tuning))
+        }
+    }
+}
+
+/// How results and reports are written: `--fsync`, and unnamed temporary files unless
+/// `TENSOROP_NAMED_TEMPFILES=1`.
+fn writing(fsync: bool, env: &dyn Fn(&str) -> Option<String>) -> Writing {
+    Writing { durable: fsync, unnamed: env(NAMED_TEMPFILES_ENV).as_deref() != Some("1") }
 }
 
 /// The refusal of a result on a terminal, with the way to the statistics alone for `--stats`.

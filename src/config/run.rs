@@ -1,0 +1,91 @@
+//! `tensorop run`'s configuration, built as `sub`'s is: every flag and environment variable
+//! read once, and usage errors (exit 2) found before any work, `--dry-run` included.
+
+use super::{backend, threads, writing, UsageError};
+use crate::backend::wgpu::WgpuTuning;
+use crate::backend::BackendKind;
+use crate::cli::RunArgs;
+use crate::output::{Destination, Writing};
+use crate::spec::level::LevelChoice;
+use std::path::PathBuf;
+
+/// Everything a `tensorop run` needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The model file, as given (the report names it so).
+    pub model: String,
+    pub level: LevelChoice,
+    pub backend: BackendKind,
+    /// The wgpu backend's settings (the defaults unless `backend` is wgpu).
+    pub wgpu: WgpuTuning,
+    /// `None`: no report.
+    pub report: Option<Destination>,
+    pub dry_run: bool,
+    /// `--input-path`: where `sourcePath`s are looked for (default: the model's folder).
+    pub input_path: Option<PathBuf>,
+    /// `--output-path`: where `writeFile`s write (default: the current directory).
+    pub output_path: Option<PathBuf>,
+    pub writing: Writing,
+    pub threads: usize,
+    /// `-q`: nothing on standard error but errors.
+    pub quiet: bool,
+    /// `--resource-limit`: the most bytes of resources and temporary results.
+    pub resource_limit: u64,
+}
+
+impl RunConfig {
+    /// Resolves `args`; the environment (`env`: a variable's value, if set) is read for
+    /// `TENSOROP_NAMED_TEMPFILES` and, only when the wgpu backend is chosen, for its settings.
+    pub fn new(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunConfig, UsageError> {
+        let report = args.report.as_deref().map(Destination::parse);
+        if report == Some(Destination::Stdout) && !args.dry_run {
+            return Err(UsageError(
+                "--report - writes to standard output, which print commands use; give a path, or add --dry-run".into(),
+            ));
+        }
+        let (backend, wgpu) = backend(args.backend, env)?;
+        Ok(RunConfig {
+            model: args.model,
+            level: args.feature_level,
+            backend,
+            wgpu,
+            report,
+            dry_run: args.dry_run,
+            input_path: args.input_path,
+            output_path: args.output_path,
+            writing: writing(args.fsync, env),
+            threads: threads(args.threads),
+            quiet: args.quiet,
+            resource_limit: args.resource_limit,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from([&["tensorop", "run", "m.json"], argv].concat()).unwrap();
+        let Some(Command::Run(args)) = cli.command else { panic!() };
+        args
+    }
+
+    #[test]
+    fn a_bad_wgpu_setting_is_a_usage_error_with_or_without_dry_run() {
+        let env = |name: &str| (name == "TENSOROP_WGPU_CHUNK_BYTES").then(|| "lots".to_string());
+        for argv in [&["--backend", "wgpu"][..], &["--backend", "wgpu", "--dry-run"]] {
+            let e = RunConfig::new(args(argv), &env).unwrap_err();
+            assert!(e.0.contains("TENSOROP_WGPU_CHUNK_BYTES=lots"), "{}", e.0);
+        }
+        assert!(RunConfig::new(args(&[]), &env).is_ok(), "the cpu backend reads no wgpu setting");
+    }
+
+    #[test]
+    fn report_on_standard_output_only_for_a_dry_run() {
+        assert!(RunConfig::new(args(&["--report", "-"]), &|_| None).unwrap_err().0.contains("print commands"));
+        assert!(RunConfig::new(args(&["--report", "-", "--dry-run"]), &|_| None).is_ok());
+    }
+}
