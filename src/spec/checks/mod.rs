@@ -1,5 +1,8 @@
 //! The constraint checks, in the documented order (`docs/cli.md`, "Checks and the support
 //! matrix"), and what they record: the public types ([`Check`], [`Validation`]) and [`validate`].
+//! `tensorop run` checks a DxDispatch model's dispatches with the same checks and three of its
+//! own on the descs and bindings (`dispatch`, [`validate_dispatch`], from the facts in
+//! [`Dispatch`]).
 //!
 //! Each check is a pure function of the operator, the level, its support row and the inputs
 //! (`rules`), and returns its verdict (one enum per check, gathered in [`Verdict`]): the facts it
@@ -16,11 +19,13 @@
 //! level (`minimum`) reruns the checks that depend on the level at every level and reads only
 //! their statuses; no message is rendered for it.
 
+mod dispatch;
 mod minimum;
 mod rules;
 mod verdict;
 mod wording;
 
+use crate::dtype::DType;
 use crate::npy::header::FileDType;
 use crate::op::Op;
 use crate::spec::level::{FeatureLevel, LevelChoice};
@@ -28,6 +33,8 @@ use minimum::minimum_level;
 use rules::{level_checks, same_datatype_check, shape_check, support_row};
 use serde::Serialize;
 use verdict::Verdict;
+
+pub use dispatch::validate_dispatch;
 
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -116,6 +123,46 @@ pub struct TensorSpec<'a> {
     pub shape: &'a [u64],
 }
 
+/// A buffer tensor desc of a DxDispatch model (`tensorop run`), as its checks see it: the desc
+/// as written and what it addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Desc<'a> {
+    /// `ATensor`, `BTensor` or `OutputTensor`.
+    pub name: &'a str,
+    pub dtype: DType,
+    pub sizes: &'a [u32],
+    /// `None`: packed.
+    pub strides: Option<&'a [u32]>,
+    pub dimension_count: u32,
+    /// `TotalTensorSizeInBytes`.
+    pub total_size: u64,
+    /// The bytes of its elements; `None` past 2^64.
+    pub bytes: Option<u64>,
+    /// The bytes from its first to one past its last addressed element
+    /// (`DMLCalcBufferTensorSize`).
+    pub addressed: u64,
+}
+
+/// What a desc of a DxDispatch dispatch is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound<'a> {
+    /// The resource's name.
+    pub resource: &'a str,
+    /// The resource's `sizeInBytes`.
+    pub size: u64,
+    /// The byte offset the binding starts at.
+    pub offset: u64,
+}
+
+/// What the checks need to know about a DxDispatch dispatch: its operator, its three descs
+/// (`ATensor`, `BTensor`, `OutputTensor`) and what each is bound to, in the same order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch<'a> {
+    pub op: Op,
+    pub descs: [Desc<'a>; 3],
+    pub bound: [Bound<'a>; 3],
+}
+
 /// All checks and what they established.
 #[derive(Debug, Clone)]
 pub struct Validation {
@@ -177,8 +224,8 @@ pub fn validate(op: Op, level: LevelChoice, mode: BroadcastMode, a: &TensorSpec,
     let shapes = shape_check(mode, a, b);
     let out = shapes.out();
     let shared = [Verdict::SameDatatype(same_datatype_check(op, a, b)), Verdict::Shapes(shapes.clone())];
-    let (minimum_level, none_accepts) = minimum_level(&shared, |l| level_checks(op, l, a, b, out));
-    let [operator, datatype, rank, sizes, elements] = level_checks(op, level, a, b, out);
+    let (minimum_level, none_accepts) = minimum_level(&shared, |l| level_checks(op, l, a, b, out, None));
+    let [operator, datatype, rank, sizes, elements] = level_checks(op, level, a, b, out, None);
     let [same, shapes] = &shared;
     let checks = [&operator, &datatype, same, shapes, &rank, &sizes, &elements].map(Check::from).to_vec();
     let support_row = support_row(op, level).map(|r| r.since);
@@ -192,7 +239,7 @@ mod tests {
 
     pub(super) use super::verdict::*;
     use super::{level_checks, same_datatype_check, shape_check};
-    pub(super) use super::{validate, BroadcastMode, CheckId, Status, TensorSpec, Validation};
+    pub(super) use super::{validate, BroadcastMode, CheckId, Desc, Status, TensorSpec, Validation};
     pub(super) use crate::dtype::DType;
     pub(super) use crate::npy::header::FileDType;
     pub(super) use crate::op::Op;
@@ -244,7 +291,8 @@ mod tests {
         };
         let (a, b) = (spec("A (a.npy)", a), spec("B (b.npy)", b));
         let shapes: &'static Shapes = Box::leak(Box::new(shape_check(mode, a, b)));
-        let [operator, datatype, rank, sizes, elements] = level_checks(op, level.parse().unwrap(), a, b, shapes.out());
+        let [operator, datatype, rank, sizes, elements] =
+            level_checks(op, level.parse().unwrap(), a, b, shapes.out(), None);
         let same = Verdict::SameDatatype(same_datatype_check(op, a, b));
         vec![operator, datatype, same, Verdict::Shapes(shapes.clone()), rank, sizes, elements]
     }
@@ -256,6 +304,22 @@ mod tests {
 
     pub(super) fn range(op: Op, level: &str, ranks: (usize, usize)) -> RankRange {
         RankRange { op, level: level.parse().unwrap(), ranks }
+    }
+
+    /// A packed float32 desc of a DxDispatch model, consistent with its `sizes`.
+    pub(super) fn desc(name: &'static str, sizes: &'static [u32]) -> Desc<'static> {
+        let bytes = sizes.iter().map(|&n| u64::from(n)).product::<u64>() * 4;
+        let (dimension_count, total_size) = (sizes.len() as u32, bytes);
+        Desc {
+            name,
+            dtype: DType::F32,
+            sizes,
+            strides: None,
+            dimension_count,
+            total_size,
+            bytes: Some(bytes),
+            addressed: bytes,
+        }
     }
 
     const IDS: [&str; 7] = [

@@ -6,7 +6,7 @@
 use super::verdict::{
     Datatype, DtypeFix, Elements, NoRow, Operator, Rank, RankFix, RankRange, SameDatatype, Shapes, Sizes, Verdict,
 };
-use super::{BroadcastMode, TensorSpec, MAX_ELEMENTS};
+use super::{BroadcastMode, Desc, TensorSpec, MAX_ELEMENTS};
 use crate::npy::header::FileDType;
 use crate::op::Op;
 use crate::shape::{broadcast, element_count};
@@ -15,19 +15,22 @@ use crate::spec::matrix::{introduced, oldest_row, row_for, SupportRow, NONE_RANK
 
 /// The five checks that depend on the level, in the documented order: `operator_available`,
 /// `datatype_supported`, `dimension_count`, `nonzero_sizes`, `element_count`. `out` is the
-/// output shape, when the shapes are compatible.
+/// output shape, when the shapes are compatible; `written` is A's desc as a DxDispatch model
+/// writes it, for `tensorop run`.
 pub(super) fn level_checks<'v>(
     op: Op,
     level: LevelChoice,
     a: &'v TensorSpec<'v>,
     b: &'v TensorSpec<'v>,
     out: Option<&'v [u64]>,
+    written: Option<&Desc<'v>>,
 ) -> [Verdict<'v>; 5] {
     let row = support_row(op, level);
+    let unpadded = written.and_then(|desc| unpadded_check(level, row, desc));
     [
         Verdict::Operator(operator_check(op, level, row)),
         Verdict::Datatype(datatype_check(op, level, row, a)),
-        Verdict::Rank(rank_check(op, level, row, a, b, out)),
+        Verdict::Rank(unpadded.unwrap_or_else(|| rank_check(op, level, row, a, b, out))),
         Verdict::Sizes(nonzero_check(level, a, b)),
         Verdict::Elements(element_count_check(level, out)),
     ]
@@ -129,6 +132,16 @@ fn rank_check<'v>(
     Rank::Fits { rank, allowed }
 }
 
+/// `dimension_count` of a DxDispatch dispatch, when it fails for its A desc as written: DirectML
+/// pads no desc, so a rank below the smallest of the level's support row is refused (tensorop's
+/// own inputs are padded with leading 1s instead). `None` when the desc's rank is no reason to
+/// fail; the inputs' rank is then checked as for any inputs.
+fn unpadded_check<'v>(level: LevelChoice, row: Option<&'static SupportRow>, desc: &Desc<'v>) -> Option<Rank<'v>> {
+    let (LevelChoice::Dml(level), Some(row)) = (level, row) else { return None };
+    let rank = desc.sizes.len();
+    (rank < row.ranks.0).then_some(Rank::Unpadded { desc: desc.name, rank, level, row })
+}
+
 /// What accepts an output of `rank` dimensions (at least 1, as DirectML counts it): the
 /// oldest support row of `op` that does, else `--feature-level none` if it does, else nothing.
 fn rank_fix(op: Op, rank: usize) -> RankFix {
@@ -167,6 +180,7 @@ fn element_count_check(level: LevelChoice, out: Option<&[u64]>) -> Elements<'_> 
 #[cfg(test)]
 mod tests {
     use super::super::tests::*;
+    use super::{level_checks, support_row, unpadded_check};
     use crate::shape::Incompatible;
 
     fn operator(op: Op, level: &str) -> Operator {
@@ -407,6 +421,41 @@ mod tests {
         assert_eq!(fix(Op::Sub, "none", 33), reshape);
         // A row's fix also offers `none`: it accepts every rank a row does.
         assert!(ROWS.iter().all(|r| r.ranks.1 <= NONE_RANKS.1));
+    }
+
+    /// A DxDispatch desc is taken as written: below the smallest rank of the level's row it
+    /// fails `dimension_count`, where tensorop's own inputs are padded with leading 1s.
+    #[test]
+    fn a_desc_below_the_rows_ranks_is_not_padded() {
+        let at = |op, level: &str, d: &Desc<'static>| {
+            let level = level.parse().unwrap();
+            unpadded_check(level, support_row(op, level), d)
+        };
+        let a = desc("ATensor", &[2, 3]);
+        for l in ["1_0", "2_0", "2_1"] {
+            let want = Rank::Unpadded { desc: "ATensor", rank: 2, level: fl(l), row: row(Op::Sub, l) };
+            assert_eq!(at(Op::Sub, l, &a), Some(want));
+        }
+        assert_eq!(at(Op::Sub, "2_1", &desc("ATensor", &[1, 1, 2, 3])), None, "rank 4");
+        assert_eq!(at(Op::Sub, "3_0", &a), None, "ranks 1-8");
+        assert_eq!(at(Op::Sub, "none", &a), None);
+        assert_eq!(at(Op::SqDiff, "3_0", &a), None, "no row: dimension_count is skipped");
+        // A desc of rank 0 is below every row: rank 0 counts as 1 only for tensorop's inputs.
+        let scalar = Rank::Unpadded { desc: "ATensor", rank: 0, level: fl("6_4"), row: row(Op::Sub, "6_4") };
+        assert_eq!(at(Op::Sub, "6_4", &desc("ATensor", &[])), Some(scalar));
+
+        // The verdict `level_checks` gives, in place of the padded one.
+        let t = f32s(&[2, 3]);
+        let spec = TensorSpec { name: "ATensor".into(), dtype: &t.0, shape: &t.1 };
+        let level = "2_1".parse().unwrap();
+        let [_, _, padded, ..] = level_checks(Op::Sub, level, &spec, &spec, Some(&[2, 3]), None);
+        let [_, _, unpadded, ..] = level_checks(Op::Sub, level, &spec, &spec, Some(&[2, 3]), Some(&a));
+        assert_eq!(
+            padded,
+            Verdict::Rank(Rank::Padded { rank: 2, allowed: range(Op::Sub, "2_1", (4, 4)), out: Some(&[2, 3]) })
+        );
+        assert_eq!(unpadded, Verdict::Rank(at(Op::Sub, "2_1", &a).unwrap()));
+        assert_eq!((padded.status(), unpadded.status()), (Status::Pass, Status::Fail));
     }
 
     #[test]

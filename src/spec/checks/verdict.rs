@@ -1,7 +1,8 @@
 //! The verdicts: what each check established, as data. One enum per check, whose variants
 //! carry the facts found (the dtype and the row applied, the rank and the ranks allowed, what
-//! would work instead); [`Verdict::status`] says which are pass, fail and skip, and a verdict
-//! becomes a recorded [`Check`] with its id, status and message.
+//! would work instead; for a DxDispatch dispatch, which desc or binding is wrong and how);
+//! [`Verdict::status`] says which are pass, fail and skip, and a verdict becomes a recorded
+//! [`Check`] with its id, status and message.
 
 use super::{Check, CheckId, Status, TensorSpec};
 use crate::dtype::DType;
@@ -23,6 +24,9 @@ pub(crate) enum Verdict<'v> {
     Rank(Rank<'v>),
     Sizes(Sizes<'v>),
     Elements(Elements<'v>),
+    OutputDesc(OutputDesc<'v>),
+    TensorDescs(TensorDescs<'v>),
+    BindingSizes(BindingSizes<'v>),
 }
 
 /// `operator_available`.
@@ -85,6 +89,9 @@ pub(crate) enum Rank<'v> {
     Padded { rank: usize, allowed: RankRange, out: Option<&'v [u64]> },
     /// `rank` is above `allowed`'s largest; `fix` says what accepts it.
     TooHigh { rank: usize, allowed: RankRange, fix: RankFix },
+    /// `tensorop run`: the model's `desc` (A's) has `rank` dimensions, fewer than the smallest
+    /// rank of `row`, applied at `level`. DirectML takes a desc as written and pads nothing.
+    Unpadded { desc: &'v str, rank: usize, level: FeatureLevel, row: &'static SupportRow },
 }
 
 /// `nonzero_sizes`.
@@ -109,6 +116,53 @@ pub(crate) enum Elements<'v> {
     Within { count: u64 },
     /// The output, of shape `out`, has more than [`MAX_ELEMENTS`](super::MAX_ELEMENTS): `count`, or `None` past 2^64.
     Over { out: &'v [u64], count: Option<u64> },
+}
+
+/// `output_desc` (`tensorop run`): the output desc has A's data type and sizes, as DirectML
+/// requires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OutputDesc<'v> {
+    /// The output is `dtype` with `sizes`, as A.
+    Matches { dtype: DType, sizes: &'v [u32] },
+    /// The output is `out` but A is `a`: DirectML computes in one data type.
+    OtherDtype { out: DType, a: DType },
+    /// The output's stride along `dimension`, of `size` (more than 1), is 0: every element there
+    /// would be written to one place.
+    ZeroStride { dimension: usize, size: u32 },
+    /// The output's sizes are `out` but A's are `a`.
+    OtherSizes { out: &'v [u32], a: &'v [u32] },
+}
+
+/// `tensor_desc` (`tensorop run`): each desc's counts, strides and `TotalTensorSizeInBytes`
+/// agree with its sizes. A failure is the first problem found, in desc order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TensorDescs<'v> {
+    /// The three descs are consistent.
+    Consistent,
+    /// `desc`'s `Sizes` is empty.
+    NoSizes { desc: &'v str },
+    /// `desc`'s `sizes` describe more than 2^64 bytes.
+    Oversized { desc: &'v str, sizes: &'v [u32] },
+    /// `desc`'s `DimensionCount` is `count` but its `Sizes` has `sizes` entries.
+    DimensionCount { desc: &'v str, count: u32, sizes: usize },
+    /// `desc`'s `Strides` has `strides` entries but its `Sizes` has `sizes`.
+    Strides { desc: &'v str, strides: usize, sizes: usize },
+    /// `desc`'s `TotalTensorSizeInBytes` is `total`, less than the `addressed` bytes.
+    TotalSize { desc: &'v str, total: u64, addressed: u64 },
+}
+
+/// `binding_size` (`tensorop run`): each bound range, from the binding's offset to the end of
+/// the resource, holds its tensor. A failure is the first binding found wanting, in desc order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BindingSizes<'v> {
+    /// Every bound resource holds its tensor.
+    Hold,
+    /// `desc`, of `dtype`, is bound to `resource` at byte `offset`, which is not a multiple of
+    /// its element size.
+    Misaligned { desc: &'v str, dtype: DType, resource: &'v str, offset: u64 },
+    /// `desc` needs `total` bytes (`TotalTensorSizeInBytes`), but `resource` has only `room`
+    /// from byte `offset`.
+    TooSmall { desc: &'v str, total: u64, resource: &'v str, room: u64, offset: u64 },
 }
 
 /// `op` has no support row at `level` (`operator_available` failed): the checks that need one
@@ -161,6 +215,9 @@ impl Verdict<'_> {
             Verdict::Rank(_) => CheckId::DimensionCount,
             Verdict::Sizes(_) => CheckId::NonzeroSizes,
             Verdict::Elements(_) => CheckId::ElementCount,
+            Verdict::OutputDesc(_) => CheckId::OutputDesc,
+            Verdict::TensorDescs(_) => CheckId::TensorDesc,
+            Verdict::BindingSizes(_) => CheckId::BindingSize,
         }
     }
 
@@ -174,14 +231,28 @@ impl Verdict<'_> {
             | V::Shapes(Shapes::Broadcast { .. } | Shapes::Same { .. })
             | V::Rank(Rank::Fits { .. } | Rank::Padded { .. })
             | V::Sizes(Sizes::Nonzero)
-            | V::Elements(Elements::Within { .. }) => Status::Pass,
+            | V::Elements(Elements::Within { .. })
+            | V::OutputDesc(OutputDesc::Matches { .. })
+            | V::TensorDescs(TensorDescs::Consistent)
+            | V::BindingSizes(BindingSizes::Hold) => Status::Pass,
             V::Operator(Operator::Missing { .. })
             | V::Datatype(Datatype::NotNumeric { .. } | Datatype::Refused { .. })
             | V::SameDatatype(SameDatatype::Differ { .. })
             | V::Shapes(Shapes::NoBroadcast { .. } | Shapes::Differ { .. })
-            | V::Rank(Rank::TooHigh { .. })
+            | V::Rank(Rank::TooHigh { .. } | Rank::Unpadded { .. })
             | V::Sizes(Sizes::Zero { .. })
-            | V::Elements(Elements::Over { .. }) => Status::Fail,
+            | V::Elements(Elements::Over { .. })
+            | V::OutputDesc(
+                OutputDesc::OtherDtype { .. } | OutputDesc::ZeroStride { .. } | OutputDesc::OtherSizes { .. },
+            )
+            | V::TensorDescs(
+                TensorDescs::NoSizes { .. }
+                | TensorDescs::Oversized { .. }
+                | TensorDescs::DimensionCount { .. }
+                | TensorDescs::Strides { .. }
+                | TensorDescs::TotalSize { .. },
+            )
+            | V::BindingSizes(BindingSizes::Misaligned { .. } | BindingSizes::TooSmall { .. }) => Status::Fail,
             V::Operator(Operator::Unrequired)
             | V::Datatype(Datatype::NoRow(_))
             | V::Rank(Rank::NoRow(_))

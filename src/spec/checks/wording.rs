@@ -2,12 +2,14 @@
 //! the message a user reads. Each names the input, the rule and, for a failure, the fix.
 
 use super::verdict::{
-    Datatype, DtypeFix, Elements, NoRow, Operator, Rank, RankFix, RankRange, SameDatatype, Shapes, Sizes, Verdict,
+    BindingSizes, Datatype, DtypeFix, Elements, NoRow, Operator, OutputDesc, Rank, RankFix, RankRange, SameDatatype,
+    Shapes, Sizes, TensorDescs, Verdict,
 };
 use super::MAX_ELEMENTS;
 use crate::dtype::DType;
 use crate::op::Op;
 use crate::shape::{fmt_shape, Incompatible};
+use crate::spec::dml::dml_name;
 use crate::spec::level::LevelChoice;
 use crate::spec::matrix::SupportRow;
 use std::fmt;
@@ -22,6 +24,9 @@ impl fmt::Display for Verdict<'_> {
             Verdict::Rank(v) => v.fmt(f),
             Verdict::Sizes(v) => v.fmt(f),
             Verdict::Elements(v) => v.fmt(f),
+            Verdict::OutputDesc(v) => v.fmt(f),
+            Verdict::TensorDescs(v) => v.fmt(f),
+            Verdict::BindingSizes(v) => v.fmt(f),
         }
     }
 }
@@ -154,6 +159,14 @@ impl fmt::Display for Rank<'_> {
                 write!(f, "the output has rank {rank}; padded with leading 1s to rank {to}{shown}, as {allowed}")
             }
             Rank::TooHigh { rank, allowed, fix } => write!(f, "the output has rank {rank}, but {allowed}; {fix}"),
+            Rank::Unpadded { desc, rank, level, row } => write!(
+                f,
+                "{desc} has {rank} dimensions; {} at feature level {level} takes {} (support row {}): write Sizes \
+                 with leading 1s, as tensorop's own export does",
+                row.op.dml_operator(),
+                row.ranks.0,
+                row.since
+            ),
         }
     }
 }
@@ -230,6 +243,76 @@ impl fmt::Display for Elements<'_> {
         }
     }
 }
+
+impl fmt::Display for OutputDesc<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutputDesc::Matches { dtype, sizes } => {
+                write!(f, "OutputTensor is {} {sizes:?}, as ATensor", dml_name(*dtype))
+            }
+            OutputDesc::OtherDtype { out, a } => write!(
+                f,
+                "OutputTensor is {} but ATensor is {}; DirectML computes in one data type",
+                dml_name(*out),
+                dml_name(*a)
+            ),
+            OutputDesc::ZeroStride { dimension, size } => write!(
+                f,
+                "OutputTensor's Strides are 0 along dimension {dimension} (of size {size}): every element there \
+                 would be written to one place; give the output its own element for each"
+            ),
+            OutputDesc::OtherSizes { out, a } => {
+                write!(f, "OutputTensor's Sizes {out:?} differ from ATensor's {a:?}; DirectML requires the same sizes")
+            }
+        }
+    }
+}
+
+impl fmt::Display for TensorDescs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TensorDescs::Consistent => f.write_str("the three descs are consistent"),
+            TensorDescs::NoSizes { desc } => {
+                write!(f, "{desc}: Sizes is empty; a DirectML tensor has at least one dimension (write [1])")
+            }
+            TensorDescs::Oversized { desc, sizes } => {
+                write!(f, "{desc}: Sizes {sizes:?} describe more than 2^64 bytes")
+            }
+            TensorDescs::DimensionCount { desc, count, sizes } => {
+                write!(f, "{desc}: DimensionCount is {count} but Sizes has {sizes} entries")
+            }
+            TensorDescs::Strides { desc, strides, sizes } => {
+                write!(f, "{desc}: Strides has {strides} entries but Sizes has {sizes}")
+            }
+            TensorDescs::TotalSize { desc, total, addressed } => write!(
+                f,
+                "{desc}: TotalTensorSizeInBytes is {total} but the desc addresses {addressed} bytes \
+                 (DMLCalcBufferTensorSize)"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for BindingSizes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BindingSizes::Hold => f.write_str("every bound resource holds its tensor"),
+            BindingSizes::Misaligned { desc, dtype, resource, offset } => write!(
+                f,
+                "{desc} is bound to '{resource}' at byte {offset}, which is not a multiple of its element size \
+                 ({} bytes); give elementOffset in elements of {}",
+                dtype.size(),
+                dml_name(*dtype)
+            ),
+            BindingSizes::TooSmall { desc, total, resource, room, offset } => write!(
+                f,
+                "{desc} needs {total} bytes (TotalTensorSizeInBytes) but '{resource}' has {room} bytes from offset \
+                 {offset}; enlarge its sizeInBytes or bind a larger resource"
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::*;
@@ -241,7 +324,8 @@ mod tests {
         let (f32_, i32_) = (FileDType::Numeric(DType::F32), FileDType::Numeric(DType::I32));
         let a = TensorSpec { name: "A (a.npy)".into(), dtype: &f32_, shape: &[2, 3] };
         let b = TensorSpec { name: "B (b.npy)".into(), dtype: &i32_, shape: &[0, 3] };
-        let tables = [level_messages(), input_messages(&a, &b), rank_messages(), size_messages(&b)];
+        let tables =
+            [level_messages(), input_messages(&a, &b), rank_messages(), size_messages(&b), dispatch_messages()];
         for (verdict, text) in tables.into_iter().flatten() {
             assert_eq!(verdict.to_string(), text, "{verdict:?}");
         }
@@ -394,6 +478,80 @@ mod tests {
                 Verdict::Rank(Rank::TooHigh { rank: 33, allowed: none, fix: RankFix::Reshape { max: 32 } }),
                 "the output has rank 33, but --feature-level none supports 0 to 32 dimensions; reshape the inputs \
                  to at most 32 dimensions: no feature level accepts more, --feature-level none included",
+            ),
+        ]
+    }
+
+    /// The checks of a DxDispatch dispatch alone (`tensorop run`): `dimension_count` of a desc
+    /// as written, `output_desc`, `tensor_desc` and `binding_size`.
+    fn dispatch_messages() -> Vec<(Verdict<'static>, &'static str)> {
+        use DType::*;
+        let (a, out) = ("ATensor", "OutputTensor");
+        vec![
+            (
+                Verdict::Rank(Rank::Unpadded { desc: a, rank: 2, level: fl("2_0"), row: row(Op::Sub, "2_0") }),
+                "ATensor has 2 dimensions; DML_OPERATOR_ELEMENT_WISE_SUBTRACT at feature level 2_0 takes 4 (support \
+                 row 1_0): write Sizes with leading 1s, as tensorop's own export does",
+            ),
+            (
+                Verdict::OutputDesc(OutputDesc::Matches { dtype: F32, sizes: &[2, 3] }),
+                "OutputTensor is FLOAT32 [2, 3], as ATensor",
+            ),
+            (
+                Verdict::OutputDesc(OutputDesc::OtherDtype { out: F16, a: F32 }),
+                "OutputTensor is FLOAT16 but ATensor is FLOAT32; DirectML computes in one data type",
+            ),
+            (
+                Verdict::OutputDesc(OutputDesc::ZeroStride { dimension: 1, size: 3 }),
+                "OutputTensor's Strides are 0 along dimension 1 (of size 3): every element there would be written \
+                 to one place; give the output its own element for each",
+            ),
+            (
+                Verdict::OutputDesc(OutputDesc::OtherSizes { out: &[3, 2], a: &[2, 3] }),
+                "OutputTensor's Sizes [3, 2] differ from ATensor's [2, 3]; DirectML requires the same sizes",
+            ),
+            (Verdict::TensorDescs(TensorDescs::Consistent), "the three descs are consistent"),
+            (
+                Verdict::TensorDescs(TensorDescs::NoSizes { desc: "BTensor" }),
+                "BTensor: Sizes is empty; a DirectML tensor has at least one dimension (write [1])",
+            ),
+            (
+                Verdict::TensorDescs(TensorDescs::Oversized { desc: a, sizes: &[u32::MAX, u32::MAX, 2] }),
+                "ATensor: Sizes [4294967295, 4294967295, 2] describe more than 2^64 bytes",
+            ),
+            (
+                Verdict::TensorDescs(TensorDescs::DimensionCount { desc: a, count: 3, sizes: 2 }),
+                "ATensor: DimensionCount is 3 but Sizes has 2 entries",
+            ),
+            (
+                Verdict::TensorDescs(TensorDescs::Strides { desc: out, strides: 1, sizes: 2 }),
+                "OutputTensor: Strides has 1 entries but Sizes has 2",
+            ),
+            (
+                Verdict::TensorDescs(TensorDescs::TotalSize { desc: a, total: 16, addressed: 24 }),
+                "ATensor: TotalTensorSizeInBytes is 16 but the desc addresses 24 bytes (DMLCalcBufferTensorSize)",
+            ),
+            (Verdict::BindingSizes(BindingSizes::Hold), "every bound resource holds its tensor"),
+            (
+                Verdict::BindingSizes(BindingSizes::Misaligned {
+                    desc: "BTensor",
+                    dtype: F32,
+                    resource: "B",
+                    offset: 6,
+                }),
+                "BTensor is bound to 'B' at byte 6, which is not a multiple of its element size (4 bytes); give \
+                 elementOffset in elements of FLOAT32",
+            ),
+            (
+                Verdict::BindingSizes(BindingSizes::TooSmall {
+                    desc: out,
+                    total: 24,
+                    resource: "Out",
+                    room: 16,
+                    offset: 8,
+                }),
+                "OutputTensor needs 24 bytes (TotalTensorSizeInBytes) but 'Out' has 16 bytes from offset 8; enlarge \
+                 its sizeInBytes or bind a larger resource",
             ),
         ]
     }
