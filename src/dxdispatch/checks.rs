@@ -1,15 +1,15 @@
-//! A model's dispatches checked before anything runs: tensorop's checks at the level asked for
-//! (`spec::checks`), then DirectML's rules for buffer tensor descs and bindings, and for each
-//! dispatch the oldest level that accepts it; the report's `dispatches` entries.
+//! A model's dispatches checked before anything runs: the facts `spec::checks` needs of each
+//! dispatch, gathered from the model (its descs as written, the bytes each spans and addresses,
+//! the resource range bound to each), and the report's `dispatches` entries made of what it
+//! finds: tensorop's checks at the level asked for, DirectML's rules for buffer tensor descs and
+//! bindings, and the oldest level that accepts the dispatch.
 
 use super::desc::{addressed_bytes, element_count, sizes64};
-use super::model::{Binding, Command, Dispatchable, Model, Resource, TensorDesc, TENSOR_NAMES};
-use crate::npy::header::FileDType;
-use crate::spec::checks::{validate, BroadcastMode, Check, CheckId, Status, TensorSpec};
+use super::model::{Binding, Command, Dispatchable, Model, Resource, TENSOR_NAMES};
+use crate::spec::checks::{validate_dispatch, Bound, Check, Desc, Dispatch};
 use crate::spec::dml::dml_name;
 use crate::spec::dml::TensorDesc as DmlTensorDesc;
 use crate::spec::level::{FeatureLevel, LevelChoice};
-use crate::spec::matrix::row_for;
 use serde::Serialize;
 
 /// One dispatch's checks and descriptors, as the report lists them.
@@ -56,148 +56,32 @@ pub fn check_all(model: &Model, level: LevelChoice) -> Vec<DispatchReport> {
         .collect()
 }
 
-/// The checks of one dispatch at `level`: tensorop's (A's and B's data types and sizes against
-/// the support row), then DirectML's rules for the descs and the bindings.
-pub(super) fn checks_at(
-    d: &Dispatchable,
-    bindings: &[Binding; 3],
-    resources: &[Resource],
-    level: LevelChoice,
-) -> (Vec<Check>, Option<FeatureLevel>) {
-    let [a, b, out] = &d.tensors;
-    let (da, db) = (FileDType::Numeric(a.dtype), FileDType::Numeric(b.dtype));
-    let (sa, sb) = (sizes64(a), sizes64(b));
-    let spec = |name: &str, dtype, shape| TensorSpec { name: name.to_string(), dtype, shape };
-    let v = validate(d.op, level, BroadcastMode::None, &spec("ATensor", &da, &sa), &spec("BTensor", &db, &sb));
-    let mut checks = v.checks;
-    // A desc is what DirectML sees: a level that takes only rank 4 does not pad it.
-    let row = match level {
-        LevelChoice::Dml(l) => row_for(d.op, l).map(|row| (l, row)),
-        LevelChoice::None => None,
-    };
-    if let Some((l, row)) = row {
-        let rank = a.sizes.len();
-        if rank < row.ranks.0 {
-            if let Some(c) = checks.iter_mut().find(|c| c.id == CheckId::DimensionCount) {
-                c.status = Status::Fail;
-                c.message = format!(
-                    "ATensor has {rank} dimensions; {} at feature level {l} takes {} (support row {}): write Sizes with \
-                     leading 1s, as tensorop's own export does",
-                    d.op.dml_operator(),
-                    row.ranks.0,
-                    row.since
-                );
-            }
+/// What the checks need to know about one dispatch: its operator, its descs as written (with
+/// the bytes of their elements and the bytes they address) and the resource range bound to each.
+fn facts<'m>(d: &'m Dispatchable, bindings: &[Binding; 3], resources: &'m [Resource]) -> Dispatch<'m> {
+    let desc = |i: usize| {
+        let t = &d.tensors[i];
+        Desc {
+            name: TENSOR_NAMES[i],
+            dtype: t.dtype,
+            sizes: &t.sizes,
+            strides: t.strides.as_deref(),
+            dimension_count: t.dimension_count,
+            total_size: t.total_size,
+            bytes: element_count(t).and_then(|n| n.checked_mul(t.dtype.size() as u64)),
+            addressed: addressed_bytes(t),
         }
-    }
-    checks.push(output_check(a, out));
-    checks.push(desc_check(&d.tensors));
-    checks.push(binding_check(&d.tensors, bindings, resources));
-    (checks, v.support_row)
-}
-
-/// `output_desc`: the output has A's data type and sizes, as DirectML requires.
-pub(super) fn output_check(a: &TensorDesc, out: &TensorDesc) -> Check {
-    let (status, message) = if out.dtype != a.dtype {
-        (
-            Status::Fail,
-            format!(
-                "OutputTensor is {} but ATensor is {}; DirectML computes in one data type",
-                dml_name(out.dtype),
-                dml_name(a.dtype)
-            ),
-        )
-    } else if let Some(k) = out
-        .strides
-        .as_ref()
-        .and_then(|st| st.iter().zip(&out.sizes).position(|(&stride, &size)| stride == 0 && size > 1))
-    {
-        (
-            Status::Fail,
-            format!(
-                "OutputTensor's Strides are 0 along dimension {k} (of size {}): every element there would be written \
-                 to one place; give the output its own element for each",
-                out.sizes[k]
-            ),
-        )
-    } else if out.sizes != a.sizes {
-        (
-            Status::Fail,
-            format!(
-                "OutputTensor's Sizes {:?} differ from ATensor's {:?}; DirectML requires the same sizes",
-                out.sizes, a.sizes
-            ),
-        )
-    } else {
-        (Status::Pass, format!("OutputTensor is {} {:?}, as ATensor", dml_name(out.dtype), out.sizes))
     };
-    Check { id: CheckId::OutputDesc, status, message }
-}
-
-/// `tensor_desc`: each desc is consistent: `DimensionCount` and the `Strides` match `Sizes`,
-/// and `TotalTensorSizeInBytes` covers every element the desc addresses.
-pub(super) fn desc_check(tensors: &[TensorDesc; 3]) -> Check {
-    for (name, t) in TENSOR_NAMES.iter().zip(tensors) {
-        let problem = if t.sizes.is_empty() {
-            Some(format!("{name}: Sizes is empty; a DirectML tensor has at least one dimension (write [1])"))
-        } else if element_count(t).and_then(|n| n.checked_mul(t.dtype.size() as u64)).is_none() {
-            Some(format!("{name}: Sizes {:?} describe more than 2^64 bytes", t.sizes))
-        } else if t.dimension_count as usize != t.sizes.len() {
-            Some(format!("{name}: DimensionCount is {} but Sizes has {} entries", t.dimension_count, t.sizes.len()))
-        } else if t.strides.as_ref().is_some_and(|s| s.len() != t.sizes.len()) {
-            Some(format!(
-                "{name}: Strides has {} entries but Sizes has {}",
-                t.strides.as_ref().map_or(0, Vec::len),
-                t.sizes.len()
-            ))
-        } else {
-            let needed = addressed_bytes(t);
-            (t.total_size < needed).then(|| {
-                format!("{name}: TotalTensorSizeInBytes is {} but the desc addresses {needed} bytes (DMLCalcBufferTensorSize)", t.total_size)
-            })
-        };
-        if let Some(message) = problem {
-            return Check { id: CheckId::TensorDesc, status: Status::Fail, message };
-        }
-    }
-    Check { id: CheckId::TensorDesc, status: Status::Pass, message: "the three descs are consistent".into() }
-}
-
-/// `binding_size`: each bound range (from the binding's offset to the end of the resource) holds
-/// the tensor's `TotalTensorSizeInBytes`.
-pub(super) fn binding_check(tensors: &[TensorDesc; 3], bindings: &[Binding; 3], resources: &[Resource]) -> Check {
-    for ((name, t), b) in TENSOR_NAMES.iter().zip(tensors).zip(bindings) {
+    let bound = |b: &Binding| {
         let r = &resources[b.resource];
-        let es = t.dtype.size() as u64;
-        if b.offset % es != 0 {
-            return Check {
-                id: CheckId::BindingSize,
-                status: Status::Fail,
-                message: format!(
-                    "{name} is bound to '{}' at byte {}, which is not a multiple of its element size ({es} bytes); \
-                     give elementOffset in elements of {}",
-                    r.name,
-                    b.offset,
-                    dml_name(t.dtype)
-                ),
-            };
-        }
-        let room = r.size - b.offset;
-        if room < t.total_size {
-            return Check {
-                id: CheckId::BindingSize,
-                status: Status::Fail,
-                message: format!(
-                    "{name} needs {} bytes (TotalTensorSizeInBytes) but '{}' has {room} bytes from offset {}; enlarge its \
-                     sizeInBytes or bind a larger resource",
-                    t.total_size, r.name, b.offset
-                ),
-            };
-        }
-    }
-    Check { id: CheckId::BindingSize, status: Status::Pass, message: "every bound resource holds its tensor".into() }
+        Bound { resource: &r.name, size: r.size, offset: b.offset }
+    };
+    Dispatch { op: d.op, descs: std::array::from_fn(desc), bound: bindings.each_ref().map(bound) }
 }
 
+/// One dispatch's checks at `level` (tensorop's on A's and B's data types and sizes against the
+/// support row, then DirectML's rules for the descs and the bindings), the oldest level that
+/// accepts it, and its descs and bindings as the report lists them.
 pub(super) fn check_dispatch(
     index: usize,
     d: &Dispatchable,
@@ -205,12 +89,8 @@ pub(super) fn check_dispatch(
     resources: &[Resource],
     level: LevelChoice,
 ) -> DispatchReport {
-    let (checks, support_row) = checks_at(d, bindings, resources, level);
-    let valid = checks.iter().all(|c| c.status != Status::Fail);
-    let minimum = FeatureLevel::ALL
-        .iter()
-        .copied()
-        .find(|&l| checks_at(d, bindings, resources, LevelChoice::Dml(l)).0.iter().all(|c| c.status != Status::Fail));
+    let v = validate_dispatch(&facts(d, bindings, resources), level);
+    let valid = v.valid();
     let mut tensors = serde_json::Map::new();
     let mut bound = serde_json::Map::new();
     for ((name, t), b) in TENSOR_NAMES.iter().zip(&d.tensors).zip(bindings) {
@@ -239,12 +119,82 @@ pub(super) fn check_dispatch(
         op: d.op.name(),
         dml_operator: d.op.dml_operator(),
         feature_level: level.to_string(),
-        support_row: support_row.map(|r| r.to_string()),
-        minimum_feature_level: minimum,
+        support_row: v.support_row.map(|r| r.to_string()),
+        minimum_feature_level: v.minimum_level,
         valid,
-        checks,
+        checks: v.checks,
         tensors,
         bindings: bound,
         elements: element_count(&d.tensors[2]).unwrap_or(u64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::dxdispatch::model::{Init, TensorDesc};
+    use crate::op::Op;
+    use crate::spec::checks::Status;
+
+    fn tensor(sizes: Vec<u32>, strides: Option<Vec<u32>>, total_size: u64) -> TensorDesc {
+        let dimension_count = sizes.len() as u32;
+        TensorDesc { dtype: DType::F32, sizes, strides, dimension_count, flags: vec![], total_size, alignment: 0 }
+    }
+
+    fn resource(name: &str, size: u64) -> Resource {
+        Resource { name: name.into(), dtype: DType::F32, init: Init::Bytes(vec![]), size, init_bytes: 0 }
+    }
+
+    /// A subtraction of a [2, 3] float32 array and a broadcast row (stride 0 along its first
+    /// dimension), its result bound 8 bytes into its resource.
+    fn model() -> (Dispatchable, [Binding; 3], [Resource; 3]) {
+        let tensors =
+            [tensor(vec![2, 3], None, 24), tensor(vec![2, 3], Some(vec![0, 1]), 12), tensor(vec![2, 3], None, 24)];
+        let d = Dispatchable { name: "d".into(), op: Op::Sub, tensors };
+        let bindings = [0, 1, 2].map(|resource| Binding { resource, offset: if resource == 2 { 8 } else { 0 } });
+        (d, bindings, [resource("A", 24), resource("B", 12), resource("Out", 32)])
+    }
+
+    #[test]
+    fn the_facts_are_the_descs_as_written_and_the_bound_ranges() {
+        let (d, bindings, resources) = model();
+        let f = facts(&d, &bindings, &resources);
+        assert_eq!(f.op, Op::Sub);
+        assert_eq!(f.descs.map(|t| t.name), TENSOR_NAMES);
+        let b = Desc {
+            name: "BTensor",
+            dtype: DType::F32,
+            sizes: &[2, 3],
+            strides: Some(&[0, 1]),
+            dimension_count: 2,
+            total_size: 12,
+            bytes: Some(24),
+            addressed: 12,
+        };
+        assert_eq!(f.descs[1], b);
+        assert_eq!((f.descs[0].bytes, f.descs[0].addressed), (Some(24), 24));
+        assert_eq!(f.bound[2], Bound { resource: "Out", size: 32, offset: 8 });
+        let mut huge = d;
+        huge.tensors[2] = tensor(vec![u32::MAX; 3], None, 0);
+        assert_eq!(facts(&huge, &bindings, &resources).descs[2].bytes, None, "past 2^64 bytes");
+    }
+
+    /// The report lists what `spec::checks` found: the checks, the support row and the oldest
+    /// level that accepts the dispatch.
+    #[test]
+    fn the_report_holds_the_verdicts() {
+        let (d, bindings, resources) = model();
+        let level = "2_1".parse().unwrap();
+        let report = check_dispatch(5, &d, &bindings, &resources, level);
+        let v = validate_dispatch(&facts(&d, &bindings, &resources), level);
+        let key = |c: &Check| (c.id, c.status, c.message.clone());
+        assert_eq!(report.checks.iter().map(key).collect::<Vec<_>>(), v.checks.iter().map(key).collect::<Vec<_>>());
+        let failed: Vec<_> = report.checks.iter().filter(|c| c.status == Status::Fail).map(|c| c.id.name()).collect();
+        assert_eq!(failed, ["dimension_count"], "rank 2 as written, at a rank-4 level");
+        assert!(!report.valid);
+        assert_eq!((report.command, report.support_row.as_deref()), (5, Some("2_1")));
+        assert_eq!(report.minimum_feature_level.map(|l| l.to_string()).as_deref(), Some("3_0"));
+        assert!(check_dispatch(5, &d, &bindings, &resources, "3_0".parse().unwrap()).valid);
     }
 }
