@@ -39,7 +39,7 @@ impl Outcome {
 
     /// A run's result as an outcome: an error is a runtime error, except that the reader of
     /// standard output going away ends the run early, as intended, with success (a
-    /// [`BrokenPipe`], which only writers of standard output give; a FIFO or socket named by a
+    /// `BrokenPipe`, which only writers of standard output give; a FIFO or socket named by a
     /// path whose reader leaves is an error).
     pub fn of(result: Result<Outcome>) -> Outcome {
         match result {

@@ -2,7 +2,7 @@
 //! only) -> checks -> plan -> the result's destination opened -> the engine streams the result
 //! into it -> commit -> report. A container pair branches off to `container::run` after the
 //! headers and comes back with its outcome; `--part` and `--dxdispatch` change only the
-//! destination (`output::result`). Each stage records what it produced in a [`trace::Trace`];
+//! destination (`output::result`). Each stage records what it produced in a `trace::Trace`;
 //! the report is built from the trace and the outcome at the end, whatever happened, after the
 //! result was committed (or failed to be), so it always says what happened.
 
