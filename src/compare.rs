@@ -16,7 +16,7 @@ use crate::container::{Container, Opened};
 use crate::dtype::DType;
 use crate::npy::fortran;
 use crate::npy::header::FileDType;
-use crate::npy::input::{NpyInput, Source};
+use crate::npy::input::{InputTensor, Source};
 use crate::report::summary::{counted, float_text};
 use anyhow::{bail, Context, Result};
 pub use elements::Tolerance;
@@ -236,8 +236,8 @@ fn human_containers(r: &Containers, out: &mut dyn Write) -> Result<()> {
 }
 
 /// Compares two tensors element by element; `la` and `lb` name them.
-fn compare_pair([la, lb]: [&str; 2], a: NpyInput, b: NpyInput, tol: &Tolerance) -> Result<Comparison> {
-    let c_order = |input: NpyInput, label: &str| -> Result<NpyInput> {
+fn compare_pair([la, lb]: [&str; 2], a: InputTensor, b: InputTensor, tol: &Tolerance) -> Result<Comparison> {
+    let c_order = |input: InputTensor, label: &str| -> Result<InputTensor> {
         if fortran::is_strided_fortran(&input) {
             return fortran::c_order_copy(&input).with_context(|| format!("{label}: cannot copy to C order"));
         }
@@ -297,7 +297,7 @@ type Largest = Option<(f64, Diff)>;
 
 /// Streams both tensors in chunks, recording every difference in `c`; returns the largest
 /// absolute difference of the pairs that are numbers on both sides.
-fn scan(c: &mut Comparison, [a, b]: [&NpyInput; 2], dtype: DType, tol: &Tolerance) -> Result<Option<Diff>> {
+fn scan(c: &mut Comparison, [a, b]: [&InputTensor; 2], dtype: DType, tol: &Tolerance) -> Result<Option<Diff>> {
     let shape = c.shape.clone();
     let unravel = |flat: u64| -> Vec<u64> {
         let mut idx = vec![0u64; shape.len()];

@@ -3,7 +3,7 @@
 //! the flags that do nothing for the inputs given. `-q` silences both.
 
 use crate::config::Config;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::output::Destination;
 use crate::plan::Plan;
 use crate::spec::checks::Validation;
@@ -35,7 +35,7 @@ pub(crate) fn dry_run_verdict(cfg: &Config, plan: &Plan, validation: &Validation
 /// Says on standard error (unless `--quiet`) which flags do nothing for these inputs: `--member`,
 /// `--skip-unpaired` and `-v` for two `.npy` files, `--half-precision` for a dtype that is not
 /// float16 or bfloat16.
-pub(crate) fn idle_flags(cfg: &Config, inputs: &[NpyInput]) {
+pub(crate) fn idle_flags(cfg: &Config, inputs: &[InputTensor]) {
     if cfg.quiet {
         return;
     }
@@ -54,7 +54,7 @@ pub(crate) fn idle_flags(cfg: &Config, inputs: &[NpyInput]) {
             "tensorop: warning: {flag} applies to containers (.npz, .safetensors); it does nothing for two .npy files"
         );
     }
-    let sixteen = |x: &NpyInput| {
+    let sixteen = |x: &InputTensor| {
         matches!(
             x.header.dtype,
             crate::npy::header::FileDType::Numeric(crate::dtype::DType::F16 | crate::dtype::DType::BF16)

@@ -6,7 +6,7 @@
 use crate::dtype::DType;
 use crate::npy::fortran;
 use crate::npy::header::{encode_header, FileDType};
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::shape::{element_count, view_strides, Iteration};
 use crate::spec::checks::Validation;
 use anyhow::{anyhow, Context, Result};
@@ -63,7 +63,7 @@ pub struct Plan {
 
 impl Plan {
     /// The plan for inputs `a` and `b` that passed `validation`.
-    pub fn new(validation: &Validation, inputs: [&NpyInput; 2]) -> Result<Plan> {
+    pub fn new(validation: &Validation, inputs: [&InputTensor; 2]) -> Result<Plan> {
         let out_shape = validation
             .out_shape
             .clone()
@@ -90,7 +90,7 @@ impl Plan {
 
     /// The C-order copies the plan asks for, made now (see [`crate::npy::fortran`]); smaller
     /// Fortran-order inputs the backends hold whole.
-    pub fn c_order_copies(&self, inputs: [&NpyInput; 2]) -> Result<[Option<NpyInput>; 2]> {
+    pub fn c_order_copies(&self, inputs: [&InputTensor; 2]) -> Result<[Option<InputTensor>; 2]> {
         let [a, b] = [0, 1].map(|i| {
             self.c_order_copy[i]
                 .then(|| {
@@ -108,14 +108,14 @@ impl Plan {
     }
 
     /// The iteration over `inputs` as the backend reads them (after any C-order copy).
-    pub fn iteration(&self, inputs: [&NpyInput; 2]) -> Iteration {
+    pub fn iteration(&self, inputs: [&InputTensor; 2]) -> Iteration {
         let s = inputs.map(|x| view_strides(&x.header.shape, x.header.fortran_order, &self.out_shape));
         Iteration::new(&self.out_shape, &s[0], &s[1])
     }
 
     /// How each of `inputs` (as the backend reads them) is fed over `iter` to a backend that
     /// holds inputs of up to `resident_limit` bytes whole.
-    pub fn feeds(iter: &Iteration, inputs: [&NpyInput; 2], resident_limit: u64) -> [Feed; 2] {
+    pub fn feeds(iter: &Iteration, inputs: [&InputTensor; 2], resident_limit: u64) -> [Feed; 2] {
         [0, 1].map(|i| {
             let x = inputs[i];
             let strided_fortran = fortran::is_strided_fortran(x);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tensorop::container::{Container, Format, Opened};
 use tensorop::npy::fortran;
 use tensorop::npy::header::FileDType;
-use tensorop::npy::input::{NpyInput, Source};
+use tensorop::npy::input::{InputTensor, Source};
 
 /// The committed seeds of one fuzz target, by name (without the `seed-` prefix).
 fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
@@ -35,10 +35,10 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
 /// Opens `bytes` as the command line opens an input: from a regular file, and (on Unix) from a
 /// pipe, by its `/dev/fd` path, as `<(...)` gives it. Both must agree; the in-place result is
 /// returned. (Windows has no such path; its streamed input is tested through standard input.)
-fn open_both_ways(bytes: &[u8]) -> anyhow::Result<NpyInput> {
+fn open_both_ways(bytes: &[u8]) -> anyhow::Result<InputTensor> {
     let mut file = tempfile::NamedTempFile::new().expect("temp file");
     file.write_all(bytes).expect("write temp file");
-    let in_place = NpyInput::open_path(file.path());
+    let in_place = InputTensor::open_path(file.path());
     #[cfg(unix)]
     check_streamed_agrees(file.path(), &in_place);
     in_place
@@ -46,12 +46,12 @@ fn open_both_ways(bytes: &[u8]) -> anyhow::Result<NpyInput> {
 
 /// Opens the file at `path` through a pipe and checks it agrees with `in_place`.
 #[cfg(unix)]
-fn check_streamed_agrees(path: &Path, in_place: &anyhow::Result<NpyInput>) {
+fn check_streamed_agrees(path: &Path, in_place: &anyhow::Result<InputTensor>) {
     use std::os::fd::AsRawFd;
     // `cat` writes the file into a pipe, as `<(cat FILE)` would.
     let mut cat = Command::new("cat").arg(path).stdout(Stdio::piped()).spawn().expect("spawn cat");
     let pipe = cat.stdout.take().expect("cat's stdout");
-    let streamed = NpyInput::open_path(format!("/dev/fd/{}", pipe.as_raw_fd()));
+    let streamed = InputTensor::open_path(format!("/dev/fd/{}", pipe.as_raw_fd()));
     drop(pipe);
     let _ = cat.wait();
     match (in_place, &streamed) {
@@ -66,7 +66,7 @@ fn check_streamed_agrees(path: &Path, in_place: &anyhow::Result<NpyInput>) {
 }
 
 /// Every element of a numeric input in storage order (machine byte order), as bytes.
-fn read_all(input: &NpyInput) -> Vec<u8> {
+fn read_all(input: &InputTensor) -> Vec<u8> {
     let FileDType::Numeric(dtype) = input.header.dtype else { return Vec::new() };
     let n = input.header.elements as usize;
     tensorop::with_dtype!(dtype, T => {

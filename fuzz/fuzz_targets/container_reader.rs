@@ -16,7 +16,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use tensorop::container::{Container, Format, Opened};
 use tensorop::npy::header::FileDType;
-use tensorop::npy::input::{NpyInput, Source};
+use tensorop::npy::input::{InputTensor, Source};
 
 /// Inputs up to this size also go through a pipe (they fit in its buffer, so the writer can
 /// finish before the reader starts).
@@ -36,7 +36,7 @@ fn open_piped(data: &[u8]) -> Option<anyhow::Result<Opened>> {
 
 /// Every data byte of `input` in storage order, little-endian, read in runs of whole elements;
 /// `None` when there are more than [`READ_MAX`].
-fn read_all(input: &NpyInput) -> Option<Vec<u8>> {
+fn read_all(input: &InputTensor) -> Option<Vec<u8>> {
     let h = &input.header;
     if h.data_bytes > READ_MAX {
         return None;

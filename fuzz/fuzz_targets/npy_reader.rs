@@ -12,7 +12,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use tensorop::npy::fortran;
 use tensorop::npy::header::FileDType;
-use tensorop::npy::input::NpyInput;
+use tensorop::npy::input::InputTensor;
 use tensorop::report::InputInfo;
 
 /// Inputs up to this size also go through a pipe (they fit in its buffer, so the writer can
@@ -20,17 +20,17 @@ use tensorop::report::InputInfo;
 const PIPE_MAX: usize = 16 << 10;
 
 /// Opens `data` through a pipe, by its `/dev/fd` path, the way a shell's `<(...)` hands it over.
-fn open_piped(data: &[u8]) -> Option<anyhow::Result<NpyInput>> {
+fn open_piped(data: &[u8]) -> Option<anyhow::Result<InputTensor>> {
     let (reader, mut writer) = std::io::pipe().ok()?;
     writer.write_all(data).ok()?;
     drop(writer);
-    let input = NpyInput::open_path(format!("/dev/fd/{}", reader.as_raw_fd()));
+    let input = InputTensor::open_path(format!("/dev/fd/{}", reader.as_raw_fd()));
     Some(input)
 }
 
 /// Every data byte of `input` in storage order, read in its dtype (machine byte order), or
 /// `None` for dtypes tensorop never reads.
-fn read_all(input: &NpyInput) -> Option<Vec<u8>> {
+fn read_all(input: &InputTensor) -> Option<Vec<u8>> {
     let h = &input.header;
     let FileDType::Numeric(dtype) = h.dtype else { return None };
     let mut all = Vec::new();
@@ -50,7 +50,7 @@ fn read_all(input: &NpyInput) -> Option<Vec<u8>> {
 
 /// Reads `input` whole, checks a C-order copy of a Fortran-order input against it, renders the
 /// `info` line and JSON, and returns the data bytes.
-fn exercise(input: &NpyInput) -> Option<Vec<u8>> {
+fn exercise(input: &InputTensor) -> Option<Vec<u8>> {
     let h = &input.header;
     let info = InputInfo::new(&input.label, h);
     let _ = serde_json::to_string(&info).expect("an InputInfo serializes");
@@ -90,7 +90,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let Some(path) = file.path().to_str() else { return };
-    let in_place = NpyInput::open_path(path);
+    let in_place = InputTensor::open_path(path);
     let streamed = if data.len() <= PIPE_MAX { open_piped(data) } else { None };
     let from_file = in_place.as_ref().ok().map(exercise);
     if let Some(streamed) = streamed {

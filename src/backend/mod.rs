@@ -7,7 +7,7 @@ pub mod cpu;
 pub mod wgpu;
 
 use crate::dtype::DType;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::op::Semantics;
 use crate::output::result::ResultSink;
 use crate::plan::Feed;
@@ -112,7 +112,7 @@ pub struct Job<'a> {
     pub iter: Iteration,
     /// The output elements to compute: all of them, or one part's range (`--part`).
     pub range: std::ops::Range<u64>,
-    pub inputs: [&'a NpyInput; 2],
+    pub inputs: [&'a InputTensor; 2],
     /// How each input is fed ([`crate::plan::Plan::feeds`]).
     pub feeds: [Feed; 2],
     pub threads: usize,

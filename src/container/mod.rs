@@ -4,7 +4,7 @@
 //!
 //! Opening a container reads its directory only: member names, and each member's dtype and shape
 //! (for a deflated `.npz` member, from the first inflated bytes). A member's data is reached when
-//! the member runs, as an [`NpyInput`]: a `.safetensors` member and a stored `.npz` member are byte
+//! the member runs, as an [`InputTensor`]: a `.safetensors` member and a stored `.npz` member are byte
 //! ranges of the file, read in place; a deflated member is inflated as a stream into an
 //! anonymous temporary file, checked against its CRC and its declared sizes as it goes.
 //!
@@ -20,7 +20,7 @@ pub mod safetensors;
 pub mod write;
 
 use crate::npy::header::{ByteOrder, FileDType};
-use crate::npy::input::{NpyInput, Source};
+use crate::npy::input::{InputTensor, Source};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -108,7 +108,7 @@ pub struct Container {
 /// An input as opened: a single `.npy`, or a container of members.
 #[derive(Debug)]
 pub enum Opened {
-    Single(NpyInput),
+    Single(InputTensor),
     Many(Container),
 }
 
@@ -147,7 +147,7 @@ impl Opened {
                 // A container past the start of standard input's file: copied from there, below.
                 Some(Format::Npz | Format::Safetensors) => {}
                 // `.npy`, or nothing known: the `.npy` reader says what is wrong.
-                _ => return Ok(Opened::Single(NpyInput::open(source)?)),
+                _ => return Ok(Opened::Single(InputTensor::open(source)?)),
             }
         }
         open_stream(&label, file)
@@ -164,7 +164,7 @@ fn open_stream(label: &str, mut stream: File) -> Result<Opened> {
     let mut whole = std::io::Cursor::new(first.clone()).chain(stream);
     let format = match sniff(&first) {
         Some(f @ (Format::Npz | Format::Safetensors)) => f,
-        _ => return Ok(Opened::Single(NpyInput::from_stream(label, whole)?)),
+        _ => return Ok(Opened::Single(InputTensor::from_stream(label, whole)?)),
     };
     let mut tmp = tempfile::tempfile().context("cannot create a temporary file to hold the streamed container")?;
     std::io::copy(&mut whole, &mut tmp).context("cannot copy the streamed container to a temporary file")?;
@@ -186,15 +186,15 @@ fn read_prefix_at(file: &File, at: u64, buf: &mut [u8]) -> Result<usize> {
 impl Container {
     /// The member `i`'s data as an input the pipeline reads: a byte range of the file, or (for a
     /// deflated `.npz` member) its inflated bytes in a temporary file.
-    pub fn open_member(&self, i: usize) -> Result<NpyInput> {
+    pub fn open_member(&self, i: usize) -> Result<InputTensor> {
         let m = &self.members[i];
         let label = format!("{}[{}]", self.label, m.name);
         let file = self.file.try_clone().context("cannot reopen the file")?;
         let input = match &m.location {
             Location::Raw { start, dtype, item_size } => {
-                NpyInput::in_place(&label, file, *start, dtype.clone(), &m.shape, *item_size)
+                InputTensor::in_place(&label, file, *start, dtype.clone(), &m.shape, *item_size)
             }
-            Location::Stored { start, len } => NpyInput::in_region(&label, file, *start, *len)?,
+            Location::Stored { start, len } => InputTensor::in_region(&label, file, *start, *len)?,
             Location::Deflated { start, compressed, size, crc } => {
                 npz::inflate_member(&label, &file, *start, *compressed, *size, *crc)?
             }

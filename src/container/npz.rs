@@ -12,7 +12,7 @@
 
 use super::{check_member_name, Container, Format, Location, Member};
 use crate::npy::header::{read_header, Header, MAX_STREAM_HEADER};
-use crate::npy::input::{NpyInput, RegionReader};
+use crate::npy::input::{InputTensor, RegionReader};
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -128,7 +128,8 @@ fn member_header(label: &str, file: &File, m: &Member) -> Result<Header> {
     let member = format!("member {:?}", m.name);
     Ok(match m.location {
         Location::Stored { start, len } => {
-            let input = NpyInput::in_region(&label, file.try_clone()?, start, len).with_context(|| member.clone())?;
+            let input =
+                InputTensor::in_region(&label, file.try_clone()?, start, len).with_context(|| member.clone())?;
             input.header
         }
         Location::Deflated { start, compressed, size, .. } => {
@@ -191,7 +192,7 @@ pub(super) fn inflate_member(
     compressed: u64,
     size: u64,
     crc: u32,
-) -> Result<NpyInput> {
+) -> Result<InputTensor> {
     let tmp = std::env::temp_dir();
     if let Some(free) = crate::sys::available_bytes(&tmp) {
         if size > free {
@@ -208,7 +209,7 @@ pub(super) fn inflate_member(
         crc: crc32fast::Hasher::new(),
         count: 0,
     };
-    let input = NpyInput::from_stream(label, &mut reader);
+    let input = InputTensor::from_stream(label, &mut reader);
     let more =
         || anyhow!("input {label}: the member inflates to more than its declared {size} bytes; the archive is corrupt");
     // The .npy reader stops one byte past the data it expects: a member that inflates to more

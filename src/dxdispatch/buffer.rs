@@ -4,10 +4,10 @@
 //! tensor descs (views, gathered copies, scattered results).
 
 use super::desc::{addressed_bytes, broadcast_view_shape, for_each_offset, is_packed, sizes64};
-use super::model::{Init, Resource, TensorDesc};
+use super::model::{BufferDesc, Init, Resource};
 use super::values::{self, Scalar};
 use crate::dtype::DType;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{Read, Write};
@@ -95,7 +95,7 @@ fn source_in_place(r: &Resource) -> Result<Option<Buffer>> {
     let regular = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
     match &r.init {
         Init::Npy(path) if regular(path) => {
-            let input = NpyInput::open_path(path).with_context(|| path.display().to_string())?;
+            let input = InputTensor::open_path(path).with_context(|| path.display().to_string())?;
             if !input.header.byte_order.needs_swap() {
                 let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
                 let h = &input.header;
@@ -160,7 +160,7 @@ fn fill_sequence(file: &File, dtype: DType, count: u32, start: Scalar, delta: Sc
 
 /// Fills `file` with the data of the `.npy` file `path`, in little-endian order.
 fn fill_npy(file: &File, path: &Path) -> Result<()> {
-    let input = NpyInput::open_path(path).with_context(|| path.display().to_string())?;
+    let input = InputTensor::open_path(path).with_context(|| path.display().to_string())?;
     let mut at = 0u64;
     input.for_each_le_chunk(|bytes| {
         put(file, at, bytes)?;
@@ -191,11 +191,11 @@ fn fill_raw(file: &File, path: &Path, size: u64) -> Result<()> {
 
 /// An input as the backends read it, and the shape of the C-order array it is: a view of the
 /// buffer for a packed or broadcast desc, else a packed copy gathered through the desc.
-pub(super) fn input_view(name: &str, t: &TensorDesc, buf: &Buffer, offset: u64) -> Result<(NpyInput, Vec<u64>)> {
+pub(super) fn input_view(name: &str, t: &BufferDesc, buf: &Buffer, offset: u64) -> Result<(InputTensor, Vec<u64>)> {
     let label = format!("{name} (buffer)");
     if let Some(shape) = broadcast_view_shape(t) {
         let file = buf.file.try_clone().context("cannot reopen a buffer")?;
-        return Ok((NpyInput::view(&label, file, buf.base + offset, t.dtype, &shape), shape));
+        return Ok((InputTensor::view(&label, file, buf.base + offset, t.dtype, &shape), shape));
     }
     let sizes = sizes64(t);
     let strides: Vec<u64> = t.strides.as_ref().map(|s| s.iter().map(|&x| u64::from(x)).collect()).unwrap_or_default();
@@ -212,12 +212,12 @@ pub(super) fn input_view(name: &str, t: &TensorDesc, buf: &Buffer, offset: u64) 
     .context("cannot write a temporary file")?;
     w.flush().context("cannot write a temporary file")?;
     drop(w);
-    Ok((NpyInput::view(&label, packed, 0, t.dtype, &sizes), sizes))
+    Ok((InputTensor::view(&label, packed, 0, t.dtype, &sizes), sizes))
 }
 
 /// The bytes of `buf` from `offset` that a strided desc addresses, refused past
 /// [`STRIDED_SPAN_LIMIT`].
-pub(super) fn span_bytes(t: &TensorDesc, buf: &Buffer, offset: u64) -> Result<u64> {
+pub(super) fn span_bytes(t: &BufferDesc, buf: &Buffer, offset: u64) -> Result<u64> {
     let span = addressed_bytes(t).min(buf.size - offset);
     if span > STRIDED_SPAN_LIMIT {
         bail!(
@@ -229,7 +229,7 @@ pub(super) fn span_bytes(t: &TensorDesc, buf: &Buffer, offset: u64) -> Result<u6
 }
 
 /// Puts a packed result of `elements` into the output buffer through the output desc.
-pub(super) fn store_output(out: &TensorDesc, result: &File, elements: u64, target: &Buffer, offset: u64) -> Result<()> {
+pub(super) fn store_output(out: &BufferDesc, result: &File, elements: u64, target: &Buffer, offset: u64) -> Result<()> {
     let es = out.dtype.size() as u64;
     let sizes = sizes64(out);
     let mut chunk = vec![0u8; (CHUNK_ELEMENTS as u64 * es) as usize];

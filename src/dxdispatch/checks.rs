@@ -8,7 +8,7 @@ use super::desc::{addressed_bytes, element_count, sizes64};
 use super::model::{Binding, Command, Dispatchable, Model, Resource, TENSOR_NAMES};
 use crate::spec::checks::{validate_dispatch, Bound, Check, Desc, Dispatch};
 use crate::spec::dml::dml_name;
-use crate::spec::dml::TensorDesc as DmlTensorDesc;
+use crate::spec::dml::TensorDesc;
 use crate::spec::level::{FeatureLevel, LevelChoice};
 use serde::Serialize;
 
@@ -94,7 +94,7 @@ pub(super) fn check_dispatch(
     let mut tensors = serde_json::Map::new();
     let mut bound = serde_json::Map::new();
     for ((name, t), b) in TENSOR_NAMES.iter().zip(&d.tensors).zip(bindings) {
-        let desc = DmlTensorDesc {
+        let desc = TensorDesc {
             data_type: format!("DML_TENSOR_DATA_TYPE_{}", dml_name(t.dtype)),
             flags: if t.flags.iter().any(|f| f.ends_with("OWNED_BY_DML")) {
                 "DML_TENSOR_FLAG_OWNED_BY_DML"
@@ -133,13 +133,13 @@ pub(super) fn check_dispatch(
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::dxdispatch::model::{Init, TensorDesc};
+    use crate::dxdispatch::model::{BufferDesc, Init};
     use crate::op::Op;
     use crate::spec::checks::Status;
 
-    fn tensor(sizes: Vec<u32>, strides: Option<Vec<u32>>, total_size: u64) -> TensorDesc {
+    fn tensor(sizes: Vec<u32>, strides: Option<Vec<u32>>, total_size: u64) -> BufferDesc {
         let dimension_count = sizes.len() as u32;
-        TensorDesc { dtype: DType::F32, sizes, strides, dimension_count, flags: vec![], total_size, alignment: 0 }
+        BufferDesc { dtype: DType::F32, sizes, strides, dimension_count, flags: vec![], total_size, alignment: 0 }
     }
 
     fn resource(name: &str, size: u64) -> Resource {

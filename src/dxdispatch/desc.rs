@@ -2,11 +2,11 @@
 //! (`DMLCalcBufferTensorSize`), whether it is packed or a broadcast view of a C-order array, and
 //! the element offsets it walks; and from these, what temporary space a dispatch needs.
 
-use super::model::{Binding, Dispatchable, TensorDesc};
+use super::model::{Binding, BufferDesc, Dispatchable};
 use crate::shape::storage_strides;
 
 /// The elements a desc's `Sizes` describe; `None` past 2^64.
-pub(super) fn element_count(t: &TensorDesc) -> Option<u64> {
+pub(super) fn element_count(t: &BufferDesc) -> Option<u64> {
     t.sizes.iter().try_fold(1u64, |n, &d| n.checked_mul(u64::from(d)))
 }
 
@@ -21,13 +21,13 @@ pub fn dispatch_temp_bytes(d: &Dispatchable, bindings: &[Binding; 3]) -> Option<
     bytes.checked_mul(gathered + result)
 }
 
-pub(super) fn sizes64(d: &TensorDesc) -> Vec<u64> {
+pub(super) fn sizes64(d: &BufferDesc) -> Vec<u64> {
     d.sizes.iter().map(|&s| u64::from(s)).collect()
 }
 
 /// The bytes from the first to one past the last element a desc addresses, rounded up to 4
 /// (`DMLCalcBufferTensorSize`).
-pub(super) fn addressed_bytes(t: &TensorDesc) -> u64 {
+pub(super) fn addressed_bytes(t: &BufferDesc) -> u64 {
     let st: Option<Vec<u64>> = t.strides.as_ref().map(|s| s.iter().map(|&x| u64::from(x)).collect());
     crate::spec::dml::buffer_tensor_size(t.dtype.size() as u64, &sizes64(t), st.as_deref())
 }
@@ -35,7 +35,7 @@ pub(super) fn addressed_bytes(t: &TensorDesc) -> u64 {
 /// The shape of a C-order array whose elements a desc addresses as a broadcast view, when its
 /// strides allow one: each dimension is either broadcast (stride 0, size 1 in the array) or has
 /// the packed stride of the array.
-pub(super) fn broadcast_view_shape(t: &TensorDesc) -> Option<Vec<u64>> {
+pub(super) fn broadcast_view_shape(t: &BufferDesc) -> Option<Vec<u64>> {
     let sizes = sizes64(t);
     let Some(strides) = &t.strides else { return Some(sizes) };
     let shape: Vec<u64> = sizes.iter().zip(strides).map(|(&n, &s)| if s == 0 { 1 } else { n }).collect();
@@ -76,12 +76,12 @@ pub(super) fn for_each_offset(
 
 /// Whether a dispatch's result streams straight into its output buffer: a packed output desc
 /// whose resource is not also an input's (else the result goes through a temporary file).
-pub(super) fn streams_into_output(out: &TensorDesc, bindings: &[Binding; 3]) -> bool {
+pub(super) fn streams_into_output(out: &BufferDesc, bindings: &[Binding; 3]) -> bool {
     is_packed(out) && bindings[..2].iter().all(|b| b.resource != bindings[2].resource)
 }
 
 /// Whether a desc addresses its elements packed, in C order.
-pub(super) fn is_packed(t: &TensorDesc) -> bool {
+pub(super) fn is_packed(t: &BufferDesc) -> bool {
     let sizes = sizes64(t);
     let packed = storage_strides(&sizes, false);
     t.strides

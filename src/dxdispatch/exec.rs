@@ -13,7 +13,7 @@ use super::model::{Binding, Command, Dispatchable, Model, Resource, TENSOR_NAMES
 use super::values;
 use crate::backend::{Engine, Job};
 use crate::npy::header::encode_header;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::op::Semantics;
 use crate::output::result::ResultSink;
 use crate::output::{BrokenPipe, Destination, Sink, Writing};
@@ -100,7 +100,7 @@ impl Runner<'_> {
             .into_iter()
             .enumerate()
             .map(|(i, (t, bnd))| input_view(TENSOR_NAMES[i], t, &buffers[bnd.resource], bnd.offset))
-            .collect::<Result<Vec<(NpyInput, Vec<u64>)>>>()?;
+            .collect::<Result<Vec<(InputTensor, Vec<u64>)>>>()?;
         let strides = [0, 1].map(|i| view_strides(&views[i].1, false, &sizes));
         let inputs = [&views[0].0, &views[1].0];
         let iter = Iteration::new(&sizes, &strides[0], &strides[1]);

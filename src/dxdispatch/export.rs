@@ -15,10 +15,10 @@
 
 use crate::npy::fortran;
 use crate::npy::header::encode_header;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::op::Op;
 use crate::output::result::{Committed, ResultSink, ToOutput};
-use crate::output::Pending;
+use crate::output::{parent_dir, Pending};
 use crate::plan::Plan;
 use crate::shape::view_strides;
 use crate::spec::dml::{descriptors, TensorDesc};
@@ -76,7 +76,25 @@ impl Repro {
     /// Refuses a `dir` that exists (unless it is an empty directory) and makes the hidden
     /// directory beside it.
     pub fn prepare(dir: &Path) -> Result<Repro> {
-        let (tmp, guard) = prepare(dir)?;
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if m.is_dir() && std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(false) => {}
+            Ok(_) => {
+                bail!("already exists; a repro is written into a new (or empty) directory: remove it or name another")
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).context("cannot inspect it"),
+        }
+        let name = dir.file_name().ok_or_else(|| anyhow!("names no directory"))?.to_string_lossy().to_string();
+        let parent = parent_dir(dir);
+        if !parent.is_dir() {
+            bail!("the directory {} does not exist", parent.display());
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tensorop-tmp")
+            .tempdir_in(parent)
+            .with_context(|| format!("cannot create a temporary directory in {}", parent.display()))?;
+        let guard = Pending::directory(tmp.path());
         Ok(Repro { tmp, dir: dir.to_path_buf(), _guard: guard })
     }
 
@@ -90,65 +108,41 @@ impl Repro {
     pub fn around(self, out: ToOutput, durable: bool) -> InRepro {
         InRepro { repro: self, out, durable }
     }
-}
 
-/// The result's destination inside a repro: its finish commits `expected.npy`, then moves the
-/// directory to its name.
-pub struct InRepro {
-    repro: Repro,
-    out: ToOutput,
-    durable: bool,
-}
-
-impl ResultSink for InRepro {
-    fn in_place(&mut self, bytes: u64) -> Result<Option<std::fs::File>> {
-        self.out.in_place(bytes)
+    /// Moves the complete repro to its name (over an empty directory where the system allows).
+    /// With `durable`, every file and the hidden directory are on storage before the rename,
+    /// and the directory holding `DIR` after it, so the rename is too.
+    fn commit(self, durable: bool) -> Result<()> {
+        let Repro { tmp, dir, _guard } = self;
+        if durable {
+            for f in [MODEL, INPUTS[0], INPUTS[1], README] {
+                std::fs::File::open(tmp.path().join(f))
+                    .and_then(|f| f.sync_all())
+                    .context("cannot flush to storage (--fsync)")?;
+            }
+            crate::sys::sync_directory(tmp.path())
+                .context("cannot flush the repro's directory to storage (--fsync)")?;
+        }
+        let staged = tmp.keep();
+        if dir.is_dir() {
+            // An empty directory: Windows does not rename over one.
+            let _ = std::fs::remove_dir(&dir);
+        }
+        std::fs::rename(&staged, &dir).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&staged);
+            anyhow!(e).context(format!("cannot move the repro into place at {}", dir.display()))
+        })?;
+        if durable {
+            let parent = parent_dir(&dir);
+            crate::sys::sync_directory(parent)
+                .with_context(|| format!("cannot flush the directory {} to storage (--fsync)", parent.display()))?;
+        }
+        Ok(())
     }
 
-    fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write(bytes)
-    }
-
-    fn finish(self: Box<Self>) -> Result<Committed> {
-        let InRepro { repro, out, durable } = *self;
-        let committed = Box::new(out).finish()?;
-        let Repro { tmp, dir, _guard } = repro;
-        finish(tmp, &dir, durable).with_context(|| format!("DxDispatch repro {}", dir.display()))?;
-        drop(_guard);
-        Ok(committed)
-    }
-}
-
-/// Refuses a `dir` that exists (unless it is an empty directory) and makes the hidden directory
-/// beside it.
-fn prepare(dir: &Path) -> Result<(tempfile::TempDir, Pending)> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() && std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(false) => {}
-        Ok(_) => bail!("already exists; a repro is written into a new (or empty) directory: remove it or name another"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).context("cannot inspect it"),
-    }
-    let name = dir.file_name().ok_or_else(|| anyhow!("names no directory"))?.to_string_lossy().to_string();
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !parent.is_dir() {
-        bail!("the directory {} does not exist", parent.display());
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tensorop-tmp")
-        .tempdir_in(&parent)
-        .with_context(|| format!("cannot create a temporary directory in {}", parent.display()))?;
-    let guard = Pending::directory(tmp.path());
-    Ok((tmp, guard))
-}
-
-impl Repro {
     /// Called once the plan is made, while the inputs are open: writes the inputs in C order and
     /// `model.json` and `README.txt` into the hidden directory.
-    pub fn write_job(&self, op: Op, level: LevelChoice, plan: &Plan, inputs: [&NpyInput; 2]) -> Result<()> {
+    pub fn write_job(&self, op: Op, level: LevelChoice, plan: &Plan, inputs: [&InputTensor; 2]) -> Result<()> {
         let LevelChoice::Dml(level) = level else {
             bail!("internal error: a DxDispatch export at --feature-level none");
         };
@@ -219,6 +213,32 @@ impl Repro {
     }
 }
 
+/// The result's destination inside a repro: its finish commits `expected.npy`, then moves the
+/// directory to its name.
+pub struct InRepro {
+    repro: Repro,
+    out: ToOutput,
+    durable: bool,
+}
+
+impl ResultSink for InRepro {
+    fn in_place(&mut self, bytes: u64) -> Result<Option<std::fs::File>> {
+        self.out.in_place(bytes)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write(bytes)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Committed> {
+        let InRepro { repro, out, durable } = *self;
+        let committed = Box::new(out).finish()?;
+        let label = format!("DxDispatch repro {}", repro.dir.display());
+        repro.commit(durable).context(label)?;
+        Ok(committed)
+    }
+}
+
 /// A tensor desc as a model writes it: the report's fields, `Strides` only where given.
 fn desc_json(t: &TensorDesc) -> serde_json::Value {
     let mut v = json!({
@@ -237,7 +257,7 @@ fn desc_json(t: &TensorDesc) -> serde_json::Value {
 
 /// Writes `input` to `path` as a little-endian C-order `.npy` (a Fortran-order input is first
 /// copied in C order).
-fn write_c_order(input: &NpyInput, path: &Path) -> Result<()> {
+fn write_c_order(input: &InputTensor, path: &Path) -> Result<()> {
     let copy = if fortran::is_strided_fortran(input) { Some(fortran::c_order_copy(input)?) } else { None };
     let src = copy.as_ref().unwrap_or(input);
     let crate::npy::header::FileDType::Numeric(dtype) = src.header.dtype else {
@@ -247,35 +267,5 @@ fn write_c_order(input: &NpyInput, path: &Path) -> Result<()> {
     w.write_all(&encode_header(dtype, &src.header.shape))?;
     src.for_each_le_chunk(|bytes| Ok(w.write_all(bytes)?))?;
     w.flush()?;
-    Ok(())
-}
-
-/// Moves the complete stage to `dir` (over an empty directory where the system allows).
-fn finish(tmp: tempfile::TempDir, dir: &Path, durable: bool) -> Result<()> {
-    if durable {
-        for f in [MODEL, INPUTS[0], INPUTS[1], README] {
-            std::fs::File::open(tmp.path().join(f))
-                .and_then(|f| f.sync_all())
-                .context("cannot flush to storage (--fsync)")?;
-        }
-    }
-    let staged = tmp.keep();
-    if dir.is_dir() {
-        // An empty directory: Windows does not rename over one.
-        let _ = std::fs::remove_dir(dir);
-    }
-    std::fs::rename(&staged, dir).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&staged);
-        anyhow!(e).context(format!("cannot move the repro into place at {}", dir.display()))
-    })?;
-    if durable {
-        // The rename itself is on storage only once the directory holding it is.
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        crate::sys::sync_directory(parent)
-            .with_context(|| format!("cannot flush the directory {} to storage (--fsync)", parent.display()))?;
-    }
     Ok(())
 }

@@ -19,7 +19,7 @@ use crate::backend::Engine;
 use crate::config::run::RunConfig;
 use crate::dtype::DType;
 use crate::npy::header::FileDType;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::outcome::Outcome;
 use crate::output::Destination;
 use crate::report::{Head, Report, RunStatus};
@@ -47,11 +47,11 @@ struct RunReport {
     written: Vec<String>,
     backend: &'static str,
     dry_run: bool,
-    timings_ms: Timings,
+    timings_ms: RunTimings,
 }
 
 #[derive(Debug, Serialize)]
-struct Timings {
+struct RunTimings {
     total: f64,
 }
 
@@ -92,7 +92,7 @@ pub fn run_to(cfg: &RunConfig, out: &mut dyn std::io::Write) -> Outcome {
         written: written.iter().map(|p| p.display().to_string()).collect(),
         backend: cfg.backend.name(),
         dry_run: cfg.dry_run,
-        timings_ms: Timings { total: crate::report::ms(start.elapsed()) },
+        timings_ms: RunTimings { total: crate::report::ms(start.elapsed()) },
     };
     outcome.with_report(cfg.report.as_ref().zip(report_sink), |sink| crate::report::write_json(&report, sink))
 }
@@ -216,7 +216,7 @@ fn load(path: &Path, cfg: &RunConfig) -> Result<Model> {
 /// A `.npy` source's data type and data bytes, refused as DxDispatch refuses it (Fortran order)
 /// or as tensorop cannot compute it.
 fn npy_dtype(path: &Path) -> Result<(DType, u64)> {
-    let input = NpyInput::open_path(path)?;
+    let input = InputTensor::open_path(path)?;
     let h = &input.header;
     if h.fortran_order {
         bail!(

@@ -6,7 +6,7 @@
 //! as runs of the last (contiguous in the copy). Memory is two tiles, whatever the input's size;
 //! consecutive runs that are adjacent in the file are read or written with one call.
 
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::shape::storage_strides;
 use anyhow::{Context, Result};
 
@@ -15,19 +15,19 @@ const TILE_ELEMENTS: u64 = 1 << 20;
 
 /// Whether `input` is stored in Fortran order with more than one dimension of size above 1 (only
 /// then does its storage order differ from C order).
-pub fn is_strided_fortran(input: &NpyInput) -> bool {
+pub fn is_strided_fortran(input: &InputTensor) -> bool {
     let h = &input.header;
     h.fortran_order && h.shape.iter().filter(|&&d| d > 1).count() > 1
 }
 
 /// A copy of `input` in C order, backed by an anonymous temporary file (same dtype and byte
 /// order; the header says C order).
-pub fn c_order_copy(input: &NpyInput) -> Result<NpyInput> {
+pub fn c_order_copy(input: &InputTensor) -> Result<InputTensor> {
     c_order_copy_with(input, TILE_ELEMENTS)
 }
 
 /// [`c_order_copy`] with tiles of about `tile` elements (tests use small ones).
-fn c_order_copy_with(input: &NpyInput, tile: u64) -> Result<NpyInput> {
+fn c_order_copy_with(input: &InputTensor, tile: u64) -> Result<InputTensor> {
     let h = &input.header;
     let es = h.item_size;
     // Size-1 dimensions do not move anything: drop them.
@@ -195,7 +195,7 @@ mod tests {
         for size in [1, 2, 4, 8] {
             for shape in shapes {
                 let f = fortran_file(shape, size);
-                let input = NpyInput::open_path(f.path()).expect("open");
+                let input = InputTensor::open_path(f.path()).expect("open");
                 assert!(is_strided_fortran(&input));
                 for tile in [1, 2, 5, 16, 1 << 20] {
                     let copy = c_order_copy_with(&input, tile).expect("copy");

@@ -46,9 +46,11 @@ impl Source {
     }
 }
 
-/// An input file, header parsed, data region located and size-checked.
+/// One input tensor as the plan and the backends read it: a `.npy` file (or standard input,
+/// spooled), a container's member, or a view of a DxDispatch buffer; its header parsed (or
+/// given), its data region located and size-checked.
 #[derive(Debug)]
-pub struct NpyInput {
+pub struct InputTensor {
     /// The path as given on the command line (`-` for standard input).
     pub label: String,
     pub header: Header,
@@ -59,9 +61,9 @@ pub struct NpyInput {
     pub bytes_read: u64,
 }
 
-impl NpyInput {
+impl InputTensor {
     /// Opens `source`, parses its header and checks the data region's size.
-    pub fn open(source: &Source) -> Result<NpyInput> {
+    pub fn open(source: &Source) -> Result<InputTensor> {
         let file = match source {
             Source::Stdin => crate::sys::duplicate_descriptor(0).context("cannot use standard input")?,
             Source::Path(p) => File::open(p).context("cannot open the file")?,
@@ -70,11 +72,11 @@ impl NpyInput {
     }
 
     /// Opens the file at `path` (no `-` convention).
-    pub fn open_path(path: impl AsRef<Path>) -> Result<NpyInput> {
+    pub fn open_path(path: impl AsRef<Path>) -> Result<InputTensor> {
         Self::open(&Source::Path(path.as_ref().to_path_buf()))
     }
 
-    fn from_file(label: &str, mut file: File) -> Result<NpyInput> {
+    fn from_file(label: &str, mut file: File) -> Result<InputTensor> {
         // On Windows, a handle whose kind the system cannot tell (standard input under Wine) is
         // read as a stream.
         let meta = match file.metadata() {
@@ -93,7 +95,7 @@ impl NpyInput {
             let available = size - header.data_offset.min(size);
             check_size(&header, available)?;
             let data_start = base + header.data_offset;
-            Ok(NpyInput { label: label.into(), header, file, data_start, bytes_read: size })
+            Ok(InputTensor { label: label.into(), header, file, data_start, bytes_read: size })
         } else {
             Self::spool(label, file)
         }
@@ -101,18 +103,18 @@ impl NpyInput {
 
     /// A `.npy` file stored whole in `file` at bytes `[start, start + len)` (a stored `.npz`
     /// member): the header is read there and the data region must fill the rest exactly.
-    pub fn in_region(label: &str, file: File, start: u64, len: u64) -> Result<NpyInput> {
+    pub fn in_region(label: &str, file: File, start: u64, len: u64) -> Result<InputTensor> {
         let mut reader = RegionReader { file: &file, at: start, end: start.saturating_add(len) };
         let header = read_header(&mut reader, len.saturating_sub(10))?;
         let available = len - header.data_offset.min(len);
         check_size(&header, available)?;
         let data_start = start + header.data_offset;
-        Ok(NpyInput { label: label.into(), header, file, data_start, bytes_read: len })
+        Ok(InputTensor { label: label.into(), header, file, data_start, bytes_read: len })
     }
 
     /// A `.npy` file read from `stream` (a decompressed `.npz` member), copied to an anonymous
     /// temporary file as standard input is, checked byte for byte against its header.
-    pub fn from_stream(label: &str, stream: impl Read) -> Result<NpyInput> {
+    pub fn from_stream(label: &str, stream: impl Read) -> Result<InputTensor> {
         Self::spool(label, stream)
     }
 
@@ -126,7 +128,7 @@ impl NpyInput {
         dtype: crate::npy::header::FileDType,
         shape: &[u64],
         item_size: u64,
-    ) -> NpyInput {
+    ) -> InputTensor {
         use crate::npy::header::ByteOrder;
         let elements = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).unwrap_or(u64::MAX);
         let header = Header {
@@ -140,12 +142,12 @@ impl NpyInput {
             elements,
             data_bytes: elements.saturating_mul(item_size),
         };
-        NpyInput { label: label.into(), header, file, data_start, bytes_read: elements.saturating_mul(item_size) }
+        InputTensor { label: label.into(), header, file, data_start, bytes_read: elements.saturating_mul(item_size) }
     }
 
     /// Copies a stream's data region to an anonymous temporary file so it can be read at any
     /// offset, checking it is exactly as long as the header says.
-    fn spool(label: &str, mut stream: impl Read) -> Result<NpyInput> {
+    fn spool(label: &str, mut stream: impl Read) -> Result<InputTensor> {
         let header = read_header(&mut stream, MAX_STREAM_HEADER)?;
         let mut tmp = tempfile::tempfile().context("cannot create a temporary file to hold the streamed input")?;
         let want = header.data_bytes;
@@ -153,7 +155,7 @@ impl NpyInput {
             .context("cannot copy the streamed input to a temporary file")?;
         check_size(&header, copied)?;
         let total = header.data_offset + copied;
-        Ok(NpyInput { label: label.into(), header, file: tmp, data_start: 0, bytes_read: total })
+        Ok(InputTensor { label: label.into(), header, file: tmp, data_start: 0, bytes_read: total })
     }
 
     /// Reads `out.len()` elements starting at element `start` of the data region (storage
@@ -235,7 +237,7 @@ impl NpyInput {
     /// A C-order little-endian view of `shape` elements of `dtype` stored in `file` from byte
     /// `data_start`: how a DxDispatch buffer, addressed by a packed or broadcast tensor desc,
     /// reaches the backends. The caller has checked that `file` holds the elements.
-    pub fn view(label: &str, file: File, data_start: u64, dtype: crate::dtype::DType, shape: &[u64]) -> NpyInput {
+    pub fn view(label: &str, file: File, data_start: u64, dtype: crate::dtype::DType, shape: &[u64]) -> InputTensor {
         use crate::npy::header::{ByteOrder, FileDType};
         let elements = shape.iter().product::<u64>();
         let item_size = dtype.size() as u64;
@@ -250,15 +252,15 @@ impl NpyInput {
             elements,
             data_bytes: elements * item_size,
         };
-        NpyInput { label: label.into(), header, file, data_start, bytes_read: 0 }
+        InputTensor { label: label.into(), header, file, data_start, bytes_read: 0 }
     }
 
     /// This input with its data replaced by `file`, which holds the same elements in C order
     /// from offset 0 (see [`crate::npy::fortran`]).
-    pub fn with_c_order_data(&self, file: File) -> NpyInput {
+    pub fn with_c_order_data(&self, file: File) -> InputTensor {
         let mut header = self.header.clone();
         header.fortran_order = false;
-        NpyInput { label: self.label.clone(), header, file, data_start: 0, bytes_read: self.bytes_read }
+        InputTensor { label: self.label.clone(), header, file, data_start: 0, bytes_read: self.bytes_read }
     }
 }
 
@@ -326,7 +328,7 @@ mod tests {
     #[test]
     fn reads_ranges_in_bulk() {
         let f = f32_file(&[1.0, 2.0, 3.0, 4.0], &[]);
-        let input = NpyInput::open_path(f.path()).unwrap();
+        let input = InputTensor::open_path(f.path()).unwrap();
         let mut buf = [0f32; 2];
         input.read_into(1, &mut buf).unwrap();
         assert_eq!(buf, [2.0, 3.0]);
@@ -343,7 +345,7 @@ mod tests {
         bytes.extend(dict.as_bytes());
         bytes.extend([0x01, 0x02, 0xff, 0x00]);
         let f = write_file(&bytes);
-        let input = NpyInput::open_path(f.path()).unwrap();
+        let input = InputTensor::open_path(f.path()).unwrap();
         let mut buf = [0u16; 2];
         input.read_into(0, &mut buf).unwrap();
         assert_eq!(buf, [0x0102, 0xff00]); // As little-endian bytes: per element, by chunk and whole.
@@ -365,10 +367,10 @@ mod tests {
         let mut f = f32_file(&[1.0, 2.0], &[]);
         let full = std::fs::read(f.path()).unwrap();
         let short = write_file(&full[..full.len() - 1]);
-        let e = NpyInput::open_path(short.path()).unwrap_err();
+        let e = InputTensor::open_path(short.path()).unwrap_err();
         assert!(e.to_string().contains("truncated data"), "{e}");
         f.write_all(b"x").unwrap();
-        let e = NpyInput::open_path(f.path()).unwrap_err();
+        let e = InputTensor::open_path(f.path()).unwrap_err();
         assert!(e.to_string().contains("trailing bytes"), "{e}");
     }
 
@@ -389,7 +391,7 @@ mod tests {
             let r = File::from(std::os::fd::OwnedFd::from(r));
             #[cfg(windows)]
             let r = File::from(std::os::windows::io::OwnedHandle::from(r));
-            let res = NpyInput::spool("-", r);
+            let res = InputTensor::spool("-", r);
             writer.join().unwrap();
             assert_eq!(res.is_ok(), ok);
             if let Ok(input) = res {
@@ -405,7 +407,7 @@ mod tests {
     #[test]
     fn sources_are_labelled_as_given() {
         let f = f32_file(&[1.0], &[]);
-        let input = NpyInput::open_path(f.path()).unwrap();
+        let input = InputTensor::open_path(f.path()).unwrap();
         assert_eq!(input.label, f.path().display().to_string());
         assert_eq!(input.bytes_read, std::fs::metadata(f.path()).unwrap().len());
         assert_eq!((Source::parse("-").label(), Source::parse("-").describe()), ("-".into(), "standard input".into()));

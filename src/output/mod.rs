@@ -432,7 +432,7 @@ fn temporary_prefix(target: &Path) -> String {
 }
 
 /// The directory holding `path` (`.` for a bare name).
-fn parent_dir(path: &Path) -> &Path {
+pub(crate) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -71,7 +71,11 @@ impl ToOutput {
 
 impl ResultSink for ToOutput {
     fn in_place(&mut self, bytes: u64) -> Result<Option<File>> {
-        in_place(&self.sink, bytes, &self.label)
+        let Some(file) = self.sink.positional() else { return Ok(None) };
+        let file = file.try_clone().with_context(|| self.label.clone())?;
+        crate::sys::preallocate(&file, bytes)
+            .with_context(|| format!("{}: cannot reserve {bytes} bytes", self.label))?;
+        Ok(Some(file))
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
@@ -86,16 +90,15 @@ impl ResultSink for ToOutput {
 
 /// One part of a `--part` job: its bytes go into the job's data file, at their offsets.
 pub struct ToPart {
-    sink: Sink,
+    out: ToOutput,
     stage: Stage,
     durable: bool,
-    label: String,
 }
 
 impl ToPart {
     /// Writes into `file`, the data file of the joined `stage`.
     pub fn new(stage: Stage, file: File, durable: bool, label: String) -> ToPart {
-        ToPart { sink: Sink::part(file, durable), stage, durable, label }
+        ToPart { out: ToOutput::new(Sink::part(file, durable), label), stage, durable }
     }
 
     /// The job's digest, as `job.json` and the report hold it.
@@ -106,30 +109,24 @@ impl ToPart {
 
 impl ResultSink for ToPart {
     fn in_place(&mut self, bytes: u64) -> Result<Option<File>> {
-        in_place(&self.sink, bytes, &self.label)
+        self.out.in_place(bytes)
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.sink.write(bytes).with_context(|| self.label.clone())
+        self.out.write(bytes)
     }
 
     fn skip(&mut self, n: u64) {
-        self.sink.skip(n);
+        self.out.sink.skip(n);
     }
 
     fn finish(self: Box<Self>) -> Result<Committed> {
-        let synced = self.sink.commit().with_context(|| self.label.clone())?;
-        let job_committed = self.stage.finish(self.durable).with_context(|| self.label.clone())?;
+        let ToPart { out, stage, durable } = *self;
+        let label = out.label.clone();
+        let synced = Box::new(out).finish()?.synced;
+        let job_committed = stage.finish(durable).context(label)?;
         Ok(Committed { synced, job_committed })
     }
-}
-
-/// The file behind `sink` for in-place writes, with `bytes` reserved.
-fn in_place(sink: &Sink, bytes: u64, label: &str) -> Result<Option<File>> {
-    let Some(file) = sink.positional() else { return Ok(None) };
-    let file = file.try_clone().with_context(|| label.to_string())?;
-    crate::sys::preallocate(&file, bytes).with_context(|| format!("{label}: cannot reserve {bytes} bytes"))?;
-    Ok(Some(file))
 }
 
 impl ResultSink for Vec<u8> {

@@ -11,7 +11,7 @@ mod trace;
 use crate::backend::{Engine, Job, Positional};
 use crate::config::Config;
 use crate::dxdispatch::export::Repro;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 pub use crate::outcome::Outcome;
 use crate::output::parts::{PartSpec, Stage};
 use crate::output::result::{ResultSink, ToOutput, ToPart};
@@ -48,12 +48,12 @@ pub fn run(cfg: &Config) -> Outcome {
     });
     let mut trace = Trace { part, ..Trace::default() };
     let result = match open_inputs(cfg, &mut trace) {
-        Ok(Opened::Pair(inputs)) => stages(cfg, inputs, &mut trace),
-        Ok(Opened::Containers(_)) if cfg.part.is_some() => Err(anyhow::anyhow!(
+        Ok(Inputs::Pair(inputs)) => stages(cfg, inputs, &mut trace),
+        Ok(Inputs::Containers(_)) if cfg.part.is_some() => Err(anyhow::anyhow!(
             "--part splits the result of one pair of .npy files; a container pair is split by member instead \
              (--member PATTERN), one run per group of members"
         )),
-        Ok(Opened::Containers(inputs)) => {
+        Ok(Inputs::Containers(inputs)) => {
             return crate::container::run::run(cfg, *inputs, trace.read, report_to, start);
         }
         Err(e) => Err(e),
@@ -79,11 +79,11 @@ pub fn run(cfg: &Config) -> Outcome {
 }
 
 /// The stages in order; each records its product in `trace` before the next starts.
-fn stages(cfg: &Config, inputs: Vec<NpyInput>, trace: &mut Trace) -> Result<Outcome> {
+fn stages(cfg: &Config, inputs: Vec<InputTensor>, trace: &mut Trace) -> Result<Outcome> {
     crate::notices::idle_flags(cfg, &inputs);
     let [a, b] = [&inputs[0], &inputs[1]];
     let t = Instant::now();
-    fn spec(i: usize, x: &NpyInput) -> TensorSpec<'_> {
+    fn spec(i: usize, x: &InputTensor) -> TensorSpec<'_> {
         TensorSpec { name: format!("{} ({})", ["A", "B"][i], x.label), dtype: &x.header.dtype, shape: &x.header.shape }
     }
     let validation = trace.validation.insert(validate(cfg.sem.op, cfg.level, cfg.broadcast, &spec(0, a), &spec(1, b)));
@@ -111,16 +111,16 @@ fn stages(cfg: &Config, inputs: Vec<NpyInput>, trace: &mut Trace) -> Result<Outc
 }
 
 /// What the inputs turned out to be.
-enum Opened {
+enum Inputs {
     /// Two `.npy` files: the single-pair run.
-    Pair(Vec<NpyInput>),
+    Pair(Vec<InputTensor>),
     /// At least one container: the run over member pairs (`container::run`).
     Containers(Box<[crate::container::Opened; 2]>),
 }
 
 /// Opens both inputs: headers (and container directories) parsed and sizes checked, no data
 /// read yet.
-fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Opened> {
+fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Inputs> {
     use crate::container::Opened as One;
     let t = Instant::now();
     let mut opened = Vec::with_capacity(2);
@@ -138,16 +138,16 @@ fn open_inputs(cfg: &Config, trace: &mut Trace) -> Result<Opened> {
             One::Single(x) => Some(x),
             One::Many(_) => None,
         });
-        return Ok(Opened::Pair(singles.collect()));
+        return Ok(Inputs::Pair(singles.collect()));
     }
     let [a, b]: [One; 2] = opened.try_into().map_err(|_| anyhow::anyhow!("internal error: not two inputs"))?;
-    Ok(Opened::Containers(Box::new([a, b])))
+    Ok(Inputs::Containers(Box::new([a, b])))
 }
 
 /// Opens the result's destination, computes the result into it, closes the inputs and commits
 /// it (a part's commit marks it done, and commits the job's result if every part is done; a
 /// repro's moves its directory into place).
-fn execute(cfg: &Config, plan: &Plan, inputs: Vec<NpyInput>, trace: &mut Trace, repro: Option<Repro>) -> Result<()> {
+fn execute(cfg: &Config, plan: &Plan, inputs: Vec<InputTensor>, trace: &mut Trace, repro: Option<Repro>) -> Result<()> {
     let mut sink = open_result(cfg, plan, [&inputs[0], &inputs[1]], trace, repro)?;
     let t = Instant::now();
     let copies = plan.c_order_copies([&inputs[0], &inputs[1]])?;
@@ -179,7 +179,7 @@ fn execute(cfg: &Config, plan: &Plan, inputs: Vec<NpyInput>, trace: &mut Trace, 
 fn open_result(
     cfg: &Config,
     plan: &Plan,
-    inputs: [&NpyInput; 2],
+    inputs: [&InputTensor; 2],
     trace: &mut Trace,
     repro: Option<Repro>,
 ) -> Result<Box<dyn ResultSink>> {
@@ -212,7 +212,7 @@ fn open_result(
 
 /// `--part`: joins the job's staging directory beside the output (see `output::parts`). Every
 /// part writes the header too: the same bytes.
-fn join_part(cfg: &Config, plan: &Plan, inputs: [&NpyInput; 2], spec: PartSpec, label: &str) -> Result<ToPart> {
+fn join_part(cfg: &Config, plan: &Plan, inputs: [&InputTensor; 2], spec: PartSpec, label: &str) -> Result<ToPart> {
     let out = cfg.output.label();
     let target = match &cfg.output {
         Destination::Path(p) => match Target::resolve(p).with_context(|| label.to_string())? {
@@ -250,7 +250,7 @@ fn join_part(cfg: &Config, plan: &Plan, inputs: [&NpyInput; 2], spec: PartSpec, 
 fn stream(
     cfg: &Config,
     plan: &Plan,
-    inputs: [&NpyInput; 2],
+    inputs: [&InputTensor; 2],
     engine: &Engine,
     sink: &mut dyn ResultSink,
     trace: &mut Trace,

@@ -4,7 +4,7 @@
 //! chunk into a positional output.
 
 use crate::backend::{BusyTimes, Job, Positional, Ran};
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::op::{Arith, Operand, Semantics};
 use crate::shape::Iteration;
 use crate::summary::{Accumulator, Summarise};
@@ -20,7 +20,7 @@ enum InputView<'a, T> {
     /// The whole input, in storage order, shared by all workers.
     Resident(&'a [T]),
     /// A window of the input file, refilled by positional reads as the worker moves on.
-    Window { input: &'a NpyInput, total: u64, buf: Vec<T>, lo: u64, len: usize },
+    Window { input: &'a InputTensor, total: u64, buf: Vec<T>, lo: u64, len: usize },
 }
 
 /// One worker's view of one input: its source and a gather buffer for strided runs.

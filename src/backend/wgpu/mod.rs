@@ -22,7 +22,7 @@ mod window;
 
 use crate::backend::{Job, Ran};
 use crate::dtype::DType;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::plan::Feed;
 use crate::shape::Iteration;
 use crate::summary::Accumulator;
@@ -41,7 +41,7 @@ struct HostBuf(Vec<u64>);
 impl HostBuf {
     /// Reads `(first element, count)` runs of `input` one after another, in little-endian byte
     /// order, and returns their bytes.
-    fn read(&mut self, input: &NpyInput, dtype: DType, runs: &[(u64, u64)]) -> Result<&[u8]> {
+    fn read(&mut self, input: &InputTensor, dtype: DType, runs: &[(u64, u64)]) -> Result<&[u8]> {
         let es = dtype.size() as u64;
         let len: u64 = runs.iter().map(|r| r.1 * es).sum();
         let len = usize::try_from(len).map_err(|_| anyhow!("a chunk does not fit in memory"))?;

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::container::pairs::Side;
 use crate::container::write::ContainerWriter;
 use crate::container::Opened;
-use crate::npy::input::NpyInput;
+use crate::npy::input::InputTensor;
 use crate::output::result::ResultSink;
 use crate::plan::Plan;
 use anyhow::{anyhow, Result};
@@ -27,7 +27,7 @@ const BATCH_BYTES: u64 = 64 << 20;
 const BATCH_MEMBERS: usize = 256;
 
 /// Opens one side of a pair for reading.
-pub(super) fn open_side(inputs: &[Opened; 2], i: usize, s: Side) -> Result<Option<NpyInput>> {
+pub(super) fn open_side(inputs: &[Opened; 2], i: usize, s: Side) -> Result<Option<InputTensor>> {
     match (&inputs[i], s) {
         (Opened::Many(c), Side::Member(k)) => Ok(Some(c.open_member(k)?)),
         _ => Ok(None),
@@ -95,7 +95,7 @@ pub(super) fn compute_all(
 }
 
 /// The plan of a member pair and its opened member inputs.
-pub(super) fn plan_member(inputs: &[Opened; 2], m: &mut MemberRun) -> Result<(Plan, [Option<NpyInput>; 2])> {
+pub(super) fn plan_member(inputs: &[Opened; 2], m: &mut MemberRun) -> Result<(Plan, [Option<InputTensor>; 2])> {
     let opened = [open_side(inputs, 0, m.pair.sides[0])?, open_side(inputs, 1, m.pair.sides[1])?];
     let plan = {
         let g = given(inputs, &opened)?;
@@ -105,8 +105,8 @@ pub(super) fn plan_member(inputs: &[Opened; 2], m: &mut MemberRun) -> Result<(Pl
 }
 
 /// Both sides of a pair as the backends read them: an opened member, or the single `.npy`.
-pub(super) fn given<'a>(inputs: &'a [Opened; 2], opened: &'a [Option<NpyInput>; 2]) -> Result<[&'a NpyInput; 2]> {
-    let one = |i: usize| -> Result<&'a NpyInput> {
+pub(super) fn given<'a>(inputs: &'a [Opened; 2], opened: &'a [Option<InputTensor>; 2]) -> Result<[&'a InputTensor; 2]> {
+    let one = |i: usize| -> Result<&'a InputTensor> {
         match (&opened[i], &inputs[i]) {
             (Some(x), _) => Ok(x),
             (None, Opened::Single(x)) => Ok(x),
@@ -181,7 +181,7 @@ pub(super) fn run_batch(
 pub(super) fn compute_member(
     cfg: &Config,
     plan: &Plan,
-    given: [&NpyInput; 2],
+    given: [&InputTensor; 2],
     engine: &Engine,
     threads: usize,
     sink: &mut dyn ResultSink,

@@ -2,7 +2,7 @@
 //! buffer tensor descs of its three tensors.
 
 use super::node::{err, get, join, required, Node};
-use super::{data_type, Dispatchable, TensorDesc, TENSOR_NAMES};
+use super::{data_type, BufferDesc, Dispatchable, TENSOR_NAMES};
 use crate::op::Op;
 use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
@@ -36,7 +36,7 @@ pub(super) fn dispatchable(name: &str, node: Node<'_, '_>) -> Result<Dispatchabl
         let (v, path) = required(desc_obj, &dpath, t)?;
         tensors.push(tensor_desc(Node { v, path: &path })?);
     }
-    let tensors: [TensorDesc; 3] = tensors.try_into().map_err(|_| anyhow!("internal error: three tensors"))?;
+    let tensors: [BufferDesc; 3] = tensors.try_into().map_err(|_| anyhow!("internal error: three tensors"))?;
     if let Some((v, path)) = get(obj, p, "bindings") {
         if !(Node { v, path: &path }.object()?.is_empty()) {
             bail!("{path}: initialization bindings are not used by element-wise operators; remove them");
@@ -46,7 +46,7 @@ pub(super) fn dispatchable(name: &str, node: Node<'_, '_>) -> Result<Dispatchabl
 }
 
 /// Reads a `DML_BUFFER_TENSOR_DESC` (the `Desc` of a `DML_TENSOR_DESC`, or the desc itself).
-fn tensor_desc(node: Node<'_, '_>) -> Result<TensorDesc> {
+fn tensor_desc(node: Node<'_, '_>) -> Result<BufferDesc> {
     let obj = node.object()?;
     let p = node.path;
     if let Some((v, path)) = get(obj, p, "Type") {
@@ -107,5 +107,5 @@ fn tensor_desc(node: Node<'_, '_>) -> Result<TensorDesc> {
         let st64: Option<Vec<u64>> = strides.as_ref().map(|s| s.iter().map(|&d| u64::from(d)).collect());
         crate::spec::dml::buffer_tensor_size(dtype.size() as u64, &s64, st64.as_deref())
     };
-    Ok(TensorDesc { dtype, sizes, strides, dimension_count, flags, total_size, alignment })
+    Ok(BufferDesc { dtype, sizes, strides, dimension_count, flags, total_size, alignment })
 }

@@ -65,7 +65,7 @@ pub struct Dispatchable {
     pub name: String,
     pub op: Op,
     /// `ATensor`, `BTensor`, `OutputTensor`.
-    pub tensors: [TensorDesc; 3],
+    pub tensors: [BufferDesc; 3],
 }
 
 /// The names of an element-wise operator's tensors, in desc order.
@@ -73,7 +73,7 @@ pub const TENSOR_NAMES: [&str; 3] = ["ATensor", "BTensor", "OutputTensor"];
 
 /// A `DML_BUFFER_TENSOR_DESC` as the model gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TensorDesc {
+pub struct BufferDesc {
     pub dtype: DType,
     pub sizes: Vec<u32>,
     /// `None`: packed.
