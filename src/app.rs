@@ -103,14 +103,14 @@ fn clean_up_on_signals() {
     });
 }
 
-/// Exit status of a read-only command: a closed pipe is quiet success, other errors exit 1.
+/// Exit status of a read-only command, through the one [`Outcome`] mapping: a closed pipe
+/// (these commands write standard output directly) is quiet success, other errors exit 1.
 fn finish(result: anyhow::Result<()>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("tensorop: error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    let outcome = match result {
+        Ok(()) => Outcome::Ok,
+        Err(e) if is_broken_pipe(&e) => Outcome::Ok,
+        Err(e) => Outcome::Error(e),
+    };
+    outcome.tell("");
+    ExitCode::from(outcome.exit_code())
 }
