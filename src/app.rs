@@ -48,7 +48,7 @@ fn compute(op: Op, args: OpArgs, env: &dyn Fn(&str) -> Option<String>) -> Outcom
         Ok(cfg) => cfg,
         Err(UsageError(msg)) => return Outcome::Refused(msg),
     };
-    start_up(cfg.backend);
+    start_up(cfg.backend.kind);
     pipeline::run(&cfg)
 }
 
@@ -58,7 +58,7 @@ fn run_model(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Outcome {
         Ok(cfg) => cfg,
         Err(UsageError(msg)) => return Outcome::Refused(msg),
     };
-    start_up(cfg.backend);
+    start_up(cfg.backend.kind);
     crate::dxdispatch::run(&cfg)
 }
 
@@ -80,7 +80,8 @@ fn read_only(command: Command) -> ExitCode {
         Command::Info(args) => finish(commands::info(&args, out)),
         Command::Devices(args) => {
             crate::backend::wgpu::quiet_driver_probes();
-            finish(WgpuTuning::from_env().and_then(|t| commands::devices(&args, &t, out)))
+            let env = |name: &str| std::env::var(name).ok();
+            finish(WgpuTuning::from_env().and_then(|t| commands::devices(&args, &t, &env, out)))
         }
         Command::Compare(args) => match crate::compare::compare(&args, out) {
             Ok(code) => ExitCode::from(code),

@@ -58,7 +58,7 @@ pub enum Command {
     /// Print .npy headers (dtype, shape, order, byte order, format version) and the members of
     /// .npz and .safetensors containers
     Info(InfoArgs),
-    /// List the GPU adapters the wgpu backend can use
+    /// List the GPU adapters the wgpu backend can use, and on Windows the DirectML adapters
     Devices(DevicesArgs),
     /// Run a DxDispatch model's element-wise subtract and squared difference dispatches
     Run(RunArgs),
@@ -141,6 +141,10 @@ pub struct OpArgs {
     /// Where the arithmetic runs
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// With --backend directml: also compute the CPU reference and report whether DirectML's
+    /// output is bit-identical (exit 4 where it is not)
+    #[arg(long)]
+    pub verify: bool,
     /// float16 and bfloat16 only: round A - B to the element type before squaring (NumPy's
     /// behaviour)
     #[arg(long)]
@@ -202,6 +206,10 @@ pub struct RunArgs {
     /// Where the arithmetic runs
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,
+    /// With --backend directml: also compute the CPU reference for every dispatch and report
+    /// whether DirectML's output is bit-identical (exit 4 where it is not)
+    #[arg(long)]
+    pub verify: bool,
     /// Write a JSON report of every dispatch's checks here (`-` = standard output)
     #[arg(long, value_name = "PATH")]
     pub report: Option<String>,
@@ -271,6 +279,8 @@ pub enum BroadcastArg {
 pub enum BackendArg {
     Cpu,
     Wgpu,
+    /// DirectML through Direct3D 12 (Windows)
+    Directml,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -225,16 +225,76 @@ fn info_text(found: &Found, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// `tensorop devices`: the adapters the wgpu backend can use.
-pub fn devices(args: &DevicesArgs, tuning: &WgpuTuning, out: &mut dyn Write) -> Result<()> {
-    let adapters = crate::backend::wgpu::list_adapters(tuning)?;
+/// `tensorop devices`: the adapters the wgpu backend can use, then (Windows) what DirectML
+/// reports on each DXGI adapter; `env` gives the directml backend's settings.
+pub fn devices(
+    args: &DevicesArgs,
+    tuning: &WgpuTuning,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let directml = cfg!(windows).then(|| directml_entries(env));
+    let adapters = match (crate::backend::wgpu::list_adapters(tuning), &directml) {
+        (Ok(a), _) => a,
+        // Where DirectML lists adapters, wgpu's finding none is no error.
+        (Err(_), Some(d)) if !d.is_empty() => vec![],
+        (Err(e), _) => return Err(e),
+    };
     if args.json {
-        let mut text = serde_json::to_string_pretty(&adapters)?;
+        let mut all = serde_json::to_value(&adapters)?;
+        if let (Some(list), Some(d)) = (all.as_array_mut(), directml.as_ref()) {
+            list.extend(d.iter().cloned());
+        }
+        let mut text = serde_json::to_string_pretty(&all)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
         return Ok(());
     }
-    for a in &adapters {
+    print_wgpu(&adapters, out)?;
+    for d in directml.iter().flatten() {
+        print_directml(d, out)?;
+    }
+    Ok(())
+}
+
+/// The DirectML entries of `tensorop devices` (`api: DirectML`): one per adapter, or one
+/// saying why there are none.
+fn directml_entries(env: &dyn Fn(&str) -> Option<String>) -> Vec<serde_json::Value> {
+    match crate::backend::directml::list(env) {
+        Ok(serde_json::Value::Array(list)) => list,
+        Ok(other) => vec![other],
+        Err(e) => vec![serde_json::json!({"api": "DirectML", "error": format!("{e:#}")})],
+    }
+}
+
+fn print_directml(d: &serde_json::Value, out: &mut dyn Write) -> Result<()> {
+    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let list = |k: &str| {
+        let v: Vec<&str> =
+            d.get(k).and_then(|v| v.as_array()).map_or(vec![], |a| a.iter().filter_map(|x| x.as_str()).collect());
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    if d.get("adapter").is_none() {
+        return Ok(writeln!(out, "DirectML: not available: {}", s("error"))?);
+    }
+    writeln!(out, "{} (DirectML {} from {})", s("adapter"), s("dll_version"), s("dll"))?;
+    match d.get("max_feature_level").and_then(|v| v.as_str()) {
+        Some(level) => {
+            writeln!(out, "  DirectML feature levels up to {level}")?;
+            writeln!(out, "  sub: {}", list("sub"))?;
+            writeln!(out, "  sqdiff: {}", list("sqdiff"))?;
+        }
+        None => writeln!(out, "  no DirectML device: {}", s("error"))?,
+    }
+    Ok(())
+}
+
+fn print_wgpu(adapters: &[crate::backend::wgpu::AdapterEntry], out: &mut dyn Write) -> Result<()> {
+    for a in adapters {
         writeln!(out, "{} ({}, {}, {})", a.name, a.api, a.device_type, a.driver)?;
         let features = if a.features.is_empty() { "none".to_string() } else { a.features.join(" ") };
         writeln!(out, "  optional shader features: {features} (tensorop emulates what is missing)")?;

@@ -22,6 +22,9 @@ pub enum Outcome {
     /// job that fails DirectML's checks, a `--report` naming a model's file): a usage error,
     /// exit 2. Holds the whole message.
     Refused(String),
+    /// `--verify`: the run completed, and DirectML's output differs from the CPU's reference:
+    /// exit 4, as `compare` gives for results that differ. Holds how.
+    Differs(String),
 }
 
 impl Outcome {
@@ -33,6 +36,7 @@ impl Outcome {
             Outcome::Error(_) => 1,
             Outcome::Refused(_) => 2,
             Outcome::Invalid(_) => 3,
+            Outcome::Differs(_) => 4,
             Outcome::Unpaired(_) => 5,
         }
     }
@@ -50,10 +54,11 @@ impl Outcome {
     }
 
     /// The report's `status` and `error`. A refusal is reported as the failure it refuses
-    /// (`invalid`).
+    /// (`invalid`); a run whose `--verify` found differences completed (`ok`: its `verify` key
+    /// says how they differ).
     pub fn status(&self) -> (RunStatus, Option<String>) {
         match self {
-            Outcome::Ok => (RunStatus::Ok, None),
+            Outcome::Ok | Outcome::Differs(_) => (RunStatus::Ok, None),
             Outcome::Invalid(msg) | Outcome::Refused(msg) => (RunStatus::Invalid, Some(msg.clone())),
             Outcome::Error(e) => (RunStatus::Error, Some(format!("{e:#}"))),
             Outcome::Unpaired(msg) => (RunStatus::Unpaired, Some(msg.clone())),
@@ -74,6 +79,7 @@ impl Outcome {
             Outcome::Error(e) => eprintln!("tensorop: error: {e:#}"),
             Outcome::Unpaired(msg) => eprintln!("tensorop: {msg}"),
             Outcome::Refused(msg) => eprintln!("tensorop: usage error: {msg}"),
+            Outcome::Differs(msg) => eprintln!("tensorop: {msg}"),
         }
     }
 
@@ -84,7 +90,7 @@ impl Outcome {
         let Some((dest, sink)) = report else { return self };
         match (write(sink).with_context(|| format!("report {}", dest.label())), self) {
             (Ok(()), outcome) => outcome,
-            (Err(e), Outcome::Ok) => Outcome::Error(e),
+            (Err(e), Outcome::Ok | Outcome::Differs(_)) => Outcome::Error(e),
             (Err(e), other) => {
                 eprintln!("tensorop: error: {e:#}");
                 other

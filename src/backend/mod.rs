@@ -4,6 +4,7 @@
 //! (a pair, containers, parts, `tensorop run`) opens one and hands it its jobs.
 
 pub mod cpu;
+pub mod directml;
 pub mod wgpu;
 
 use crate::dtype::DType;
@@ -20,6 +21,7 @@ use std::time::Duration;
 pub enum BackendKind {
     Cpu,
     Wgpu,
+    Directml,
 }
 
 impl BackendKind {
@@ -27,40 +29,79 @@ impl BackendKind {
         match self {
             BackendKind::Cpu => "cpu",
             BackendKind::Wgpu => "wgpu",
+            BackendKind::Directml => "directml",
         }
+    }
+
+    /// Whether the backend runs on a GPU (the report's timings and thread counts differ).
+    pub fn on_gpu(self) -> bool {
+        self != BackendKind::Cpu
     }
 }
 
-/// A backend, opened once per run: the CPU, or a GPU through wgpu (opened only when a run gets
-/// as far as computing: never for `--help`, usage errors, failed checks or dry runs).
+/// The backend a run asked for, with that backend's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub kind: BackendKind,
+    /// The wgpu backend's settings (the defaults unless `kind` is wgpu).
+    pub wgpu: wgpu::WgpuTuning,
+    /// The directml backend's settings (only when `kind` is directml).
+    pub directml: Option<directml::Settings>,
+}
+
+impl Choice {
+    /// The CPU backend.
+    pub fn cpu() -> Choice {
+        Choice { kind: BackendKind::Cpu, wgpu: wgpu::WgpuTuning::default(), directml: None }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+}
+
+/// The report's `backend.device`: what the GPU backends ran on.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum DeviceReport {
+    Wgpu(wgpu::DeviceReport),
+    Directml(directml::DeviceReport),
+}
+
+/// A backend, opened once per run: the CPU, a GPU through wgpu, or DirectML (opened only when
+/// a run gets as far as computing: never for `--help`, usage errors, failed checks or dry runs).
 pub enum Engine {
     Cpu,
     Wgpu(Box<wgpu::Gpu>),
+    Directml(Box<directml::Dml>),
 }
 
 impl Engine {
-    /// Opens the backend `kind`; `tuning` holds the wgpu backend's settings.
-    pub fn open(kind: BackendKind, tuning: &wgpu::WgpuTuning) -> anyhow::Result<Engine> {
-        Ok(match kind {
-            BackendKind::Cpu => Engine::Cpu,
-            BackendKind::Wgpu => Engine::Wgpu(Box::new(wgpu::Gpu::open(tuning)?)),
+    /// Opens the backend `choice` names, with its settings.
+    pub fn open(choice: &Choice) -> anyhow::Result<Engine> {
+        Ok(match (choice.kind, &choice.directml) {
+            (BackendKind::Cpu, _) => Engine::Cpu,
+            (BackendKind::Wgpu, _) => Engine::Wgpu(Box::new(wgpu::Gpu::open(&choice.wgpu)?)),
+            (BackendKind::Directml, Some(s)) => Engine::Directml(Box::new(directml::Dml::open(s)?)),
+            (BackendKind::Directml, None) => anyhow::bail!("internal error: the directml backend without its settings"),
         })
     }
 
     /// The most bytes of an input this backend holds whole ([`crate::plan::Feed::choose`]).
     pub fn resident_limit(&self) -> u64 {
         match self {
-            Engine::Cpu => crate::plan::RESIDENT_BYTES,
+            Engine::Cpu | Engine::Directml(_) => crate::plan::RESIDENT_BYTES,
             Engine::Wgpu(gpu) => gpu.resident_limit(),
         }
     }
 
     /// The device a result of `dtype` is computed on, and the time it took to start; `None` on
     /// the CPU.
-    pub fn device(&self, dtype: DType) -> Option<(wgpu::DeviceReport, Duration)> {
+    pub fn device(&self, dtype: DType) -> Option<(DeviceReport, Duration)> {
         match self {
             Engine::Cpu => None,
-            Engine::Wgpu(gpu) => Some((gpu.report(dtype), gpu.init_time)),
+            Engine::Wgpu(gpu) => Some((DeviceReport::Wgpu(gpu.report(dtype)), gpu.init_time)),
+            Engine::Directml(dml) => Some((DeviceReport::Directml(dml.report()), dml.init_time)),
         }
     }
 
@@ -80,6 +121,7 @@ impl Engine {
         match self {
             Engine::Cpu => cpu::run(job, emit),
             Engine::Wgpu(gpu) => wgpu::run(gpu, job, &mut |bytes| emit(Emit::Bytes(bytes))),
+            Engine::Directml(dml) => dml.run(job, &mut |_, bytes| emit(Emit::Bytes(bytes))),
         }
     }
 
@@ -109,6 +151,8 @@ impl Engine {
 pub struct Job<'a> {
     pub sem: Semantics,
     pub dtype: DType,
+    /// The output's shape as the report's `dml` descriptors give it (`iter` merges dimensions).
+    pub shape: &'a [u64],
     pub iter: Iteration,
     /// The output elements to compute: all of them, or one part's range (`--part`).
     pub range: std::ops::Range<u64>,
@@ -186,6 +230,8 @@ pub struct Ran {
     pub busy: BusyTimes,
     /// With `--stats`: the summary of every element computed.
     pub summary: Option<Accumulator>,
+    /// The directml backend with `--verify`: its output against the CPU's reference.
+    pub verified: Option<directml::verify::Verified>,
 }
 
 impl Ran {
@@ -197,6 +243,12 @@ impl Ran {
             match &mut self.summary {
                 Some(acc) => acc.merge(&s),
                 None => self.summary = Some(s),
+            }
+        }
+        if let Some(v) = part.verified {
+            match &mut self.verified {
+                Some(mine) => mine.merge(&v),
+                None => self.verified = Some(v),
             }
         }
     }

@@ -4,8 +4,9 @@
 //! opens a file for its data: it only asks what the paths it was given name
 //! (`output::identity`), so that a report never replaces an input or the result.
 
+use crate::backend::directml;
 use crate::backend::wgpu::WgpuTuning;
-use crate::backend::BackendKind;
+use crate::backend::{BackendKind, Choice};
 use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
 use crate::op::{Op, Semantics};
@@ -38,7 +39,8 @@ pub struct Config {
     pub output: Destination,
     pub level: LevelChoice,
     pub broadcast: BroadcastMode,
-    pub backend: BackendKind,
+    /// The backend and its settings (wgpu's and directml's from the environment).
+    pub backend: Choice,
     /// `None`: no report.
     pub report: Option<Destination>,
     pub dry_run: bool,
@@ -51,8 +53,6 @@ pub struct Config {
     pub quiet: bool,
     pub threads: usize,
     pub progress: ProgressMode,
-    /// The wgpu backend's settings (the defaults unless `backend` is wgpu).
-    pub wgpu: WgpuTuning,
     /// `--dxdispatch DIR`: also write the job as a DxDispatch repro there.
     pub dxdispatch: Option<std::path::PathBuf>,
     /// Containers: `--member` patterns (empty: every member).
@@ -101,7 +101,7 @@ impl Config {
             check_part(p, &inputs, &output)?;
         }
         let quiet = args.quiet;
-        let (backend, wgpu) = backend(args.backend, env)?;
+        let backend = backend(args.backend, args.feature_level, args.verify, env)?;
         Ok(Config {
             sem: Semantics { op, half_precision: args.half_precision },
             inputs,
@@ -123,7 +123,6 @@ impl Config {
                 (_, ProgressArg::Always) => ProgressMode::Always,
                 (_, ProgressArg::Auto) => ProgressMode::Auto,
             },
-            wgpu,
             dxdispatch: args.dxdispatch,
             members: args.members,
             skip_unpaired: args.skip_unpaired,
@@ -182,14 +181,41 @@ fn threads(n: Option<u16>) -> usize {
     }
 }
 
-/// `--backend`, with the wgpu backend's settings read from the environment (only when it is
-/// chosen): a bad setting is a usage error before any work.
-fn backend(arg: BackendArg, env: &dyn Fn(&str) -> Option<String>) -> Result<(BackendKind, WgpuTuning), UsageError> {
+/// `--backend` and `--verify`, with the chosen backend's settings read from the environment
+/// (only that backend's): a bad setting, `--verify` without DirectML, and DirectML where there
+/// is none (not Windows) or no DirectML job (`--feature-level none`) are usage errors before
+/// any work.
+fn backend(
+    arg: BackendArg,
+    level: LevelChoice,
+    verify: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Choice, UsageError> {
+    let usage = |e: anyhow::Error| UsageError(format!("{e:#}"));
+    if verify && arg != BackendArg::Directml {
+        return Err(UsageError(
+            "--verify compares the directml backend's output with the CPU's reference; add --backend directml".into(),
+        ));
+    }
     match arg {
-        BackendArg::Cpu => Ok((BackendKind::Cpu, WgpuTuning::default())),
+        BackendArg::Cpu => Ok(Choice::cpu()),
         BackendArg::Wgpu => {
-            let tuning = WgpuTuning::from_lookup(env).map_err(|e| UsageError(format!("{e:#}")))?;
-            Ok((BackendKind::Wgpu, tuning))
+            let tuning = WgpuTuning::from_lookup(env).map_err(usage)?;
+            Ok(Choice { kind: BackendKind::Wgpu, wgpu: tuning, directml: None })
+        }
+        BackendArg::Directml => {
+            if let Some(msg) = directml::unavailable() {
+                return Err(UsageError(msg));
+            }
+            let LevelChoice::Dml(level) = level else {
+                return Err(UsageError(
+                    "--backend directml: --feature-level none is not a DirectML job, so DirectML cannot run it; give a \
+                     DirectML feature level (the default, latest, or e.g. --feature-level 3_1)"
+                        .into(),
+                ));
+            };
+            let settings = directml::Settings::from_lookup(level, verify, env).map_err(usage)?;
+            Ok(Choice { kind: BackendKind::Directml, wgpu: WgpuTuning::default(), directml: Some(settings) })
         }
     }
 }
@@ -296,7 +322,7 @@ mod tests {
         let e = Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap_err();
         assert!(e.0.contains("TENSOROP_WGPU_CHUNK_BYTES=lots"), "{}", e.0);
         let env = |name: &str| (name == "TENSOROP_WGPU_CHUNK_BYTES").then(|| "64".to_string());
-        assert_eq!(Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap().wgpu.chunk_bytes, 64);
+        assert_eq!(Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap().backend.wgpu.chunk_bytes, 64);
     }
 
     #[test]

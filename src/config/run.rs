@@ -2,8 +2,7 @@
 //! read once, and usage errors (exit 2) found before any work, `--dry-run` included.
 
 use super::{backend, threads, writing, UsageError};
-use crate::backend::wgpu::WgpuTuning;
-use crate::backend::BackendKind;
+use crate::backend::Choice;
 use crate::cli::RunArgs;
 use crate::output::{Destination, Writing};
 use crate::spec::level::LevelChoice;
@@ -15,9 +14,8 @@ pub struct RunConfig {
     /// The model file, as given (the report names it so).
     pub model: String,
     pub level: LevelChoice,
-    pub backend: BackendKind,
-    /// The wgpu backend's settings (the defaults unless `backend` is wgpu).
-    pub wgpu: WgpuTuning,
+    /// The backend and its settings.
+    pub backend: Choice,
     /// `None`: no report.
     pub report: Option<Destination>,
     pub dry_run: bool,
@@ -43,12 +41,11 @@ impl RunConfig {
                 "--report - writes to standard output, which print commands use; give a path, or add --dry-run".into(),
             ));
         }
-        let (backend, wgpu) = backend(args.backend, env)?;
+        let backend = backend(args.backend, args.feature_level, args.verify, env)?;
         Ok(RunConfig {
             model: args.model,
             level: args.feature_level,
             backend,
-            wgpu,
             report,
             dry_run: args.dry_run,
             input_path: args.input_path,

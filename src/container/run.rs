@@ -57,7 +57,7 @@ struct Trace {
     bytes_read: u64,
     bytes_written: u64,
     output: Option<ContainerOutput>,
-    device: Option<crate::backend::wgpu::DeviceReport>,
+    device: Option<crate::backend::DeviceReport>,
     threads_used: Option<usize>,
     /// `--stats`: the summaries of the pairs computed so far, merged.
     merging: Merging,
@@ -152,7 +152,7 @@ fn stages(
         return Ok(Outcome::Ok);
     }
     execute(cfg, inputs, members, trace)?;
-    Ok(Outcome::Ok)
+    Ok(crate::backend::directml::verify::Verified::outcome(trace.merging.verified.as_ref()))
 }
 
 /// Refuses, before any work (`--dry-run` included), a pair whose result cannot be written: one
@@ -324,7 +324,7 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], trace: 
             Ok(OutMember { name: m.pair.name.clone(), dtype, shape })
         })
         .collect::<Result<_>>()?;
-    let engine = Engine::open(cfg.backend, &cfg.wgpu)?;
+    let engine = Engine::open(&cfg.backend)?;
     trace.device = out_members.first().and_then(|m| engine.device(m.dtype)).map(|(report, _)| report);
     let out_label = cfg.output.label();
     let mut sink = match format {

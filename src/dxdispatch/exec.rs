@@ -36,9 +36,19 @@ pub struct Runner<'a> {
     pub written: Vec<PathBuf>,
     /// Standard output was closed by its reader: later `print`s are skipped, the rest runs.
     pub out_closed: bool,
+    /// `--verify`: every dispatch's output against the CPU's reference, merged.
+    pub verified: Option<crate::backend::directml::verify::Verified>,
 }
 
 impl Runner<'_> {
+    fn verified(&mut self, v: Option<crate::backend::directml::verify::Verified>) {
+        match (&mut self.verified, v) {
+            (Some(mine), Some(v)) => mine.merge(&v),
+            (None, v) => self.verified = v,
+            (Some(_), None) => {}
+        }
+    }
+
     /// Makes the resources and runs the commands.
     pub fn run(&mut self) -> Result<()> {
         let mut buffers = Vec::with_capacity(self.model.resources.len());
@@ -108,6 +118,7 @@ impl Runner<'_> {
         let job = Job {
             sem: Semantics { op: d.op, half_precision: false },
             dtype,
+            shape: &sizes,
             range: 0..iter.count(),
             iter,
             inputs,
@@ -123,13 +134,15 @@ impl Runner<'_> {
         // read before any output element is written.
         if streams_into_output(out, bindings) {
             let mut sink = IntoBuffer { file: &target.file, at: out_offset };
-            self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
+            let ran = self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
+            self.verified(ran.verified);
             return Ok(());
         }
         let mut result = tempfile::tempfile().context("cannot create a temporary file for the result")?;
         {
             let mut sink = IntoTemporary(std::io::BufWriter::with_capacity(1 << 20, &mut result));
-            self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
+            let ran = self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
+            self.verified(ran.verified);
             sink.0.flush().context("cannot write the result to a temporary file")?;
         }
         store_output(out, &result, elements, target, out_offset)

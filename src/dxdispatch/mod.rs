@@ -15,6 +15,7 @@ pub mod json;
 pub mod model;
 pub mod values;
 
+use crate::backend::directml::verify::Verified;
 use crate::backend::Engine;
 use crate::config::run::RunConfig;
 use crate::dtype::DType;
@@ -46,6 +47,9 @@ struct RunReport {
     dispatches: Vec<DispatchReport>,
     written: Vec<String>,
     backend: &'static str,
+    /// `--verify` (directml backend): every dispatch's output against the CPU's reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verify: Option<Verified>,
     dry_run: bool,
     timings_ms: RunTimings,
 }
@@ -53,6 +57,13 @@ struct RunReport {
 #[derive(Debug, Serialize)]
 struct RunTimings {
     total: f64,
+}
+
+/// What a run of the model did: the files it wrote and, with `--verify`, the verdict.
+#[derive(Default)]
+struct Done {
+    written: Vec<PathBuf>,
+    verified: Option<Verified>,
 }
 
 /// `tensorop run`: reads, checks and runs the model, writes the report if asked, and returns
@@ -69,8 +80,9 @@ pub fn run_to(cfg: &RunConfig, out: &mut dyn std::io::Write) -> Outcome {
         Err(e) => return Outcome::Error(e),
     };
     let mut dispatches = Vec::new();
-    let mut written = Vec::new();
-    let outcome = Outcome::of(run_model(cfg, out, &mut dispatches, &mut written));
+    let mut done = Done::default();
+    let outcome = Outcome::of(run_model(cfg, out, &mut dispatches, &mut done));
+    let written = done.written;
     match &outcome {
         // A usage error: no report.
         Outcome::Refused(_) => return outcome,
@@ -91,6 +103,7 @@ pub fn run_to(cfg: &RunConfig, out: &mut dyn std::io::Write) -> Outcome {
         dispatches,
         written: written.iter().map(|p| p.display().to_string()).collect(),
         backend: cfg.backend.name(),
+        verify: done.verified.filter(|_| status == RunStatus::Ok),
         dry_run: cfg.dry_run,
         timings_ms: RunTimings { total: crate::report::ms(start.elapsed()) },
     };
@@ -103,7 +116,7 @@ fn run_model(
     cfg: &RunConfig,
     out: &mut dyn std::io::Write,
     dispatches: &mut Vec<DispatchReport>,
-    written: &mut Vec<PathBuf>,
+    done: &mut Done,
 ) -> Result<Outcome> {
     let model_path = Path::new(&cfg.model);
     let model = load(model_path, cfg).with_context(|| format!("model {}", model_path.display()))?;
@@ -118,7 +131,7 @@ fn run_model(
     if cfg.dry_run {
         return Ok(Outcome::Ok);
     }
-    let engine = Engine::open(cfg.backend, &cfg.wgpu)?;
+    let engine = Engine::open(&cfg.backend)?;
     let mut runner = exec::Runner {
         model: &model,
         engine: &engine,
@@ -127,11 +140,13 @@ fn run_model(
         out,
         written: Vec::new(),
         out_closed: false,
+        verified: None,
     };
     let result = runner.run();
-    *written = std::mem::take(&mut runner.written);
+    done.written = std::mem::take(&mut runner.written);
+    done.verified = runner.verified.take();
     result?;
-    Ok(Outcome::Ok)
+    Ok(Verified::outcome(done.verified.as_ref()))
 }
 
 /// The failed checks of every dispatch, one per line, and the level the whole model needs;

@@ -8,6 +8,7 @@
 
 mod trace;
 
+use crate::backend::directml::verify::Verified;
 use crate::backend::{Engine, Job, Positional};
 use crate::config::Config;
 use crate::dxdispatch::export::Repro;
@@ -107,7 +108,7 @@ fn stages(cfg: &Config, inputs: Vec<InputTensor>, trace: &mut Trace) -> Result<O
     if !cfg.dry_run {
         execute(cfg, &plan, inputs, trace, repro)?;
     }
-    Ok(Outcome::Ok)
+    Ok(Verified::outcome(trace.verified.as_ref()))
 }
 
 /// What the inputs turned out to be.
@@ -153,7 +154,7 @@ fn execute(cfg: &Config, plan: &Plan, inputs: Vec<InputTensor>, trace: &mut Trac
     let copies = plan.c_order_copies([&inputs[0], &inputs[1]])?;
     let given = [0, 1].map(|i| copies[i].as_ref().unwrap_or(&inputs[i]));
     trace.read += t.elapsed();
-    let engine = Engine::open(cfg.backend, &cfg.wgpu)?;
+    let engine = Engine::open(&cfg.backend)?;
     trace.device = engine.device(plan.dtype);
     let t = Instant::now();
     let ran = stream(cfg, plan, given, &engine, sink.as_mut(), trace)?;
@@ -168,6 +169,7 @@ fn execute(cfg: &Config, plan: &Plan, inputs: Vec<InputTensor>, trace: &mut Trac
     }
     trace.execute = Some(t.elapsed());
     trace.summary = ran.summary.as_ref().map(|a| a.finish());
+    trace.verified = ran.verified;
     trace.threads_used = Some(ran.threads_used);
     trace.busy = Some(ran.busy);
     Ok(())
@@ -265,6 +267,7 @@ fn stream(
     let job = Job {
         sem: cfg.sem,
         dtype: plan.dtype,
+        shape: &plan.out_shape,
         range: cfg.part.map_or(0..plan.elements, |p| p.range(plan.elements)),
         iter,
         inputs,

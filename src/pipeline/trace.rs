@@ -2,8 +2,8 @@
 //! the outcome at the end (`docs/report.md`), so every outcome (ok, invalid, error, a closed
 //! pipe) gets the same report shape.
 
-use crate::backend::wgpu::DeviceReport;
-use crate::backend::{BackendKind, BusyTimes};
+use crate::backend::BusyTimes;
+use crate::backend::DeviceReport;
 use crate::config::Config;
 use crate::outcome::Outcome;
 use crate::output::Staging;
@@ -41,6 +41,8 @@ pub(super) struct Trace {
     pub(super) execute: Option<Duration>,
     /// `--stats`: the summary of a committed output.
     pub(super) summary: Option<Summary>,
+    /// `--verify`: the verdict of a committed output.
+    pub(super) verified: Option<crate::backend::directml::verify::Verified>,
     /// How the output reached its name, once it was opened.
     pub(super) staging: Option<Staging>,
     /// `--fsync`: whether the committed output was flushed to storage.
@@ -64,7 +66,7 @@ impl Trace {
         let (status, error) = outcome.status();
         let checks = self.validation.as_ref().map(|v| v.checks.clone()).unwrap_or_default();
         let committed = self.execute.is_some();
-        let gpu = cfg.backend == BackendKind::Wgpu;
+        let gpu = cfg.backend.kind.on_gpu();
         let busy = self.busy.unwrap_or_default();
         let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
         let summary = if status == RunStatus::Ok { self.summary.clone() } else { None };
@@ -96,6 +98,7 @@ impl Trace {
             checks,
             dml,
             stats: summary,
+            verify: if status == RunStatus::Ok { self.verified } else { None },
             backend: BackendInfo {
                 name: cfg.backend.name(),
                 device: self.device.as_ref().map(|d| d.0.clone()),

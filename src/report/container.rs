@@ -19,6 +19,9 @@ pub struct ContainerReport {
     pub members: Vec<MemberEntry>,
     pub unpaired: Unpaired,
     pub totals: Totals,
+    /// `--verify` (directml backend): every pair's output against the CPU's reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::backend::directml::verify::Verified>,
     pub output: Option<ContainerOutput>,
     pub backend: BackendInfo,
     pub bytes_read: u64,

@@ -67,6 +67,9 @@ pub struct Report {
     pub dml: Option<crate::spec::dml::Descriptors>,
     /// `--stats`: the summary of the result, when one was computed.
     pub stats: Option<crate::summary::Summary>,
+    /// `--verify` (directml backend): DirectML's output against the CPU's reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::backend::directml::verify::Verified>,
     pub backend: BackendInfo,
     pub elements: u64,
     pub bytes_read: u64,
@@ -149,7 +152,7 @@ pub struct BackendInfo {
     pub name: &'static str,
     /// wgpu only: adapter, device type, driver, API, features, `flushes_subnormals`.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub device: Option<crate::backend::wgpu::DeviceReport>,
+    pub device: Option<crate::backend::DeviceReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]

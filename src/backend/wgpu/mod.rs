@@ -27,7 +27,7 @@ use crate::plan::Feed;
 use crate::shape::Iteration;
 use crate::summary::Accumulator;
 use anyhow::{anyhow, bail, Result};
-pub(crate) use device::{list_adapters, quiet_driver_probes, DeviceReport, Gpu};
+pub(crate) use device::{list_adapters, quiet_driver_probes, AdapterEntry, DeviceReport, Gpu};
 use kernel::{ChunkTiming, Kernel, KernelDescriptor};
 use shader::{elements_per_invocation, Params, MAX_INTERVALS, MAX_RANK, WORKGROUP};
 use std::time::{Duration, Instant};

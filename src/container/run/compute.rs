@@ -123,6 +123,9 @@ pub(super) fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran, merging: &
         m.summary = Some(acc.finish());
         merging.add(&acc);
     }
+    if let Some(v) = ran.verified {
+        merging.verified(v);
+    }
 }
 
 /// A small member's plan, result bytes and run.
@@ -194,6 +197,7 @@ pub(super) fn compute_member(
     let job = Job {
         sem: cfg.sem,
         dtype: plan.dtype,
+        shape: &plan.out_shape,
         range: 0..iter.count(),
         iter,
         inputs,

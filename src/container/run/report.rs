@@ -2,7 +2,7 @@
 //! merged exactly as they finish, and the report (`report::container`).
 
 use super::{digest, MemberRun, Trace};
-use crate::backend::BackendKind;
+use crate::backend::directml::verify::Verified;
 use crate::config::Config;
 use crate::container::pairs::Pairing;
 use crate::outcome::Outcome;
@@ -52,9 +52,18 @@ pub(super) struct Merged {
 pub(super) struct Merging {
     float: Option<Accumulator>,
     int: Option<Accumulator>,
+    /// `--verify`: every pair's verdict, merged.
+    pub(super) verified: Option<Verified>,
 }
 
 impl Merging {
+    pub(super) fn verified(&mut self, v: Verified) {
+        match &mut self.verified {
+            Some(mine) => mine.merge(&v),
+            None => self.verified = Some(v),
+        }
+    }
+
     pub(super) fn add(&mut self, a: &Accumulator) {
         let slot = match a {
             Accumulator::Float(_) => &mut self.float,
@@ -87,6 +96,7 @@ pub(super) fn report(
 ) -> ContainerReport {
     let (status, error) = outcome.status();
     let merged = trace.merging.finish();
+    let verify = trace.merging.verified.filter(|_| status == RunStatus::Ok);
     let computed = trace.execute.is_some();
     let minimum = if members.iter().all(|m| m.validation.minimum_level.is_some()) {
         members.iter().filter_map(|m| m.validation.minimum_level).max().map(|l| l.to_string())
@@ -113,7 +123,7 @@ pub(super) fn report(
     let ranks = digest::ranks(cfg.sem.op, &named);
     let entries =
         members.into_iter().zip(summaries).zip(ranks).map(|((m, stats), rank)| entry(cfg, m, stats, rank)).collect();
-    let gpu = cfg.backend == BackendKind::Wgpu;
+    let gpu = cfg.backend.kind.on_gpu();
     ContainerReport {
         head: Head::new(status, status == RunStatus::Ok && totals.invalid == 0, error),
         op: cfg.sem.op.name(),
@@ -127,6 +137,7 @@ pub(super) fn report(
             skipped: cfg.skip_unpaired,
         },
         totals,
+        verify,
         output: trace.output,
         backend: BackendInfo {
             name: cfg.backend.name(),
