@@ -15,6 +15,7 @@ mod compare;
 mod containers;
 mod crosscheck;
 mod dask;
+mod directml;
 mod dxdispatch;
 mod faults;
 mod fuzz_regressions;

@@ -8,6 +8,8 @@
 // reached; they are tested on every system.
 #![cfg_attr(not(windows), allow(dead_code))]
 
+#[cfg(all(windows, test))]
+mod agreement;
 pub mod chunks;
 #[cfg(windows)]
 mod device;

@@ -1,0 +1,331 @@
+//! The directml backend against the real DirectML (Windows; in CI under Wine, on vkd3d and
+//! lavapipe, `docs/windows.md`): every data type DirectML runs, both operators, ranks 1 to 8,
+//! broadcasts, edge values, many chunks, old levels, in place, containers and `tensorop run`,
+//! each with `--verify` and compared byte for byte with the CPU backend's file; an injected
+//! mismatch; `tensorop devices`; and the support checks against what DirectML creates. Where
+//! DirectML cannot start these tests skip, saying why, unless `TENSOROP_REQUIRE_DIRECTML=1`.
+
+#![cfg_attr(not(windows), allow(dead_code, unused_imports))]
+
+use crate::common::*;
+use serde_json::Value;
+use std::fs;
+
+#[cfg(not(windows))]
+#[test]
+fn elsewhere_the_backend_is_a_usage_error_that_names_windows() {
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[2], &[1.0f32, 2.0]));
+    for args in [&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"][..], &["run", "m.json", "--backend", "directml"]] {
+        dir.run(args).expect_code(2).stderr_mentions("Windows");
+    }
+    dir.run(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--verify"]).expect_code(2).stderr_mentions("--backend directml");
+    assert!(!dir.path("o.npy").exists());
+    // The other backends are as before.
+    dir.run(&["sub", "a.npy", "a.npy", "-o", "o.npy"]).ok();
+}
+
+/// Whether DirectML runs here: `tensorop devices` lists a DirectML adapter with a level.
+fn directml() -> Option<Value> {
+    let out = Dir::new().run(&["devices", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let found = list.as_array().into_iter().flatten().find(|d| d["api"] == "DirectML" && d["max_feature_level"].is_string());
+    if found.is_none() {
+        let why = format!("no DirectML adapter here (tensorop devices: {}{})", out.stdout_str(), out.stderr);
+        assert!(std::env::var("TENSOROP_REQUIRE_DIRECTML").as_deref() != Ok("1"), "{why}");
+        eprintln!("skipped: {why}");
+    }
+    found.cloned()
+}
+
+/// A `.npy` of `descr` elements given as little-endian bytes.
+fn raw(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    npy_raw((1, 0), &header_dict(descr, false, &py_shape(shape)), data)
+}
+
+/// An element type: its `.npy` descr, size, and edge values as little-endian bit patterns.
+struct Ty {
+    name: &'static str,
+    descr: &'static str,
+    size: usize,
+    edges: Vec<u64>,
+}
+
+fn float_edges(bits: u32, exp: u32) -> Vec<u64> {
+    let man = bits - 1 - exp;
+    let sign = 1u64 << (bits - 1);
+    let inf = ((1u64 << exp) - 1) << man;
+    let one = ((1u64 << (exp - 1)) - 1) << man;
+    let quiet = 1u64 << (man - 1);
+    let mut v = vec![
+        0,
+        sign,                // -0
+        one,                 // 1
+        one | sign,          // -1
+        one + 1,             // 1 + ulp
+        one - 1,             // 1 - ulp/2
+        one + (1 << (man - 1)), // 1.5
+        one - (1u64 << man), // 0.5
+        1,                   // smallest subnormal
+        (1u64 << man) - 1,   // largest subnormal
+        1u64 << man,         // smallest normal
+        inf - 1,             // largest finite
+        (inf - 1) | sign,
+        inf,
+        inf | sign,
+        inf | quiet | 5,     // quiet NaN with a payload
+        inf | 3,             // signalling NaN
+        inf | quiet | sign,  // negative NaN
+    ];
+    // Values one ulp either side of 2 and 3, and a spread of ordinary values.
+    v.extend([one + (1u64 << man) + 1, one + (1u64 << man) - 1, one + (3u64 << (man - 1)) + 7]);
+    v
+}
+
+fn int_edges(bits: u32, signed: bool) -> Vec<u64> {
+    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let (min, max) = if signed { (1u64 << (bits - 1), (1u64 << (bits - 1)) - 1) } else { (0, mask) };
+    [0, 1, 2, 3, 100, mask, mask - 1, min, min + 1, max, max - 1, 0x5a5a_5a5a_5a5a_5a5a & mask, 77 & mask]
+        .into_iter()
+        .map(|x| x & mask)
+        .collect()
+}
+
+fn types() -> Vec<Ty> {
+    let f = |name, descr, size: usize, exp| Ty { name, descr, size, edges: float_edges(size as u32 * 8, exp) };
+    let i = |name, descr, size: usize, signed| Ty { name, descr, size, edges: int_edges(size as u32 * 8, signed) };
+    vec![
+        f("float32", "<f4", 4, 8),
+        f("float16", "<f2", 2, 5),
+        i("int64", "<i8", 8, true),
+        i("int32", "<i4", 4, true),
+        i("int16", "<i2", 2, true),
+        i("int8", "|i1", 1, true),
+        i("uint64", "<u8", 8, false),
+        i("uint32", "<u4", 4, false),
+        i("uint16", "<u2", 2, false),
+        i("uint8", "|u1", 1, false),
+    ]
+}
+
+fn bytes_of(t: &Ty, v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()[..t.size].to_vec()).collect()
+}
+
+/// The float16 rule DirectML's kernels follow on this device (docs/backends.md).
+const RULE: &str = "d3d";
+
+/// Runs `args` on DirectML with `--verify` and on the CPU; both must succeed, the verdict be
+/// bit-identical, and the two output files equal byte for byte. Returns the DirectML report.
+fn agree(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut d = args.to_vec();
+    d.extend(["-o", "dml.npy", "--backend", "directml", "--verify", "--report", "dml.json"]);
+    dir.run_env(&d, env).ok();
+    let mut c = args.to_vec();
+    c.extend(["-o", "cpu.npy", "--float16", RULE]);
+    dir.run(&c).ok();
+    let report: Value = serde_json::from_slice(&fs::read(dir.path("dml.json")).expect("report")).expect("json");
+    assert_eq!(report["verify"]["identical"], true, "{args:?}: {}", report["verify"]);
+    assert_eq!(report["verify"]["differing"], 0);
+    let (dml, cpu) = (fs::read(dir.path("dml.npy")).expect("dml"), fs::read(dir.path("cpu.npy")).expect("cpu"));
+    assert!(dml == cpu, "{args:?}: DirectML's file differs from the CPU's");
+    report
+}
+
+#[cfg(windows)]
+#[test]
+fn every_type_and_both_operators_agree_bit_for_bit_on_edge_values() {
+    let Some(dev) = directml() else { return };
+    let names = |k: &str| -> Vec<String> {
+        dev[k].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(String::from)).collect()
+    };
+    let (subs, sqs) = (names("sub"), names("sqdiff"));
+    for t in types() {
+        let n = t.edges.len();
+        let dir = Dir::new();
+        // Every pair of edge values: A as a column, B as a row.
+        dir.write("a.npy", &raw(t.descr, &[n, 1], &bytes_of(&t, &t.edges)));
+        dir.write("b.npy", &raw(t.descr, &[1, n], &bytes_of(&t, &t.edges)));
+        for (op, runs) in [("sub", &subs), ("sqdiff", &sqs)] {
+            if !runs.iter().any(|x| x == t.name) {
+                continue;
+            }
+            let r = agree(&dir, &[op, "a.npy", "b.npy"], &[]);
+            assert_eq!(r["verify"]["elements"], (n * n) as u64, "{op} {}", t.name);
+            if t.name == "float16" {
+                let rules = r["verify"]["float16_rules"].as_array().expect("rules").clone();
+                let d3d = rules.iter().find(|x| x["rule"] == RULE).expect("d3d");
+                assert_eq!(d3d["matching"], (n * n) as u64);
+            }
+        }
+    }
+}
+
+#[cfg(windows)]
+#[test]
+fn ranks_one_to_eight_with_broadcasts_and_many_chunks() {
+    if directml().is_none() {
+        return;
+    }
+    for rank in 1..=8usize {
+        let sa: Vec<usize> = (0..rank).map(|k| if k % 2 == 0 { 3 } else { 1 }).collect();
+        let sb: Vec<usize> = (0..rank).map(|k| if k % 2 == 0 { 1 } else { 2 }).collect();
+        let (na, nb) = (sa.iter().product::<usize>(), sb.iter().product::<usize>());
+        let a: Vec<f32> = (0..na).map(|i| i as f32 * 0.37 - 1.1).collect();
+        let b: Vec<f32> = (0..nb).map(|i| 1.0 / (i as f32 + 3.0)).collect();
+        let dir = Dir::new();
+        dir.write("a.npy", &npy(&sa, &a));
+        dir.write("b.npy", &npy(&sb, &b));
+        for op in ["sub", "sqdiff"] {
+            agree(&dir, &[op, "a.npy", "b.npy"], &[]);
+            // 16-byte chunks: a dispatch per few elements, cut along every dimension.
+            agree(&dir, &[op, "a.npy", "b.npy"], &[("TENSOROP_DIRECTML_CHUNK_BYTES", "16")]);
+        }
+    }
+}
+
+#[cfg(windows)]
+#[test]
+fn old_levels_pad_ranks_to_four_and_fortran_and_big_endian_inputs_run_as_stored() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..12).map(|i| i as f32 * 1.5).collect();
+    dir.write("a.npy", &npy_with(&[3, 4], &a, Layout::fortran()));
+    dir.write("b.npy", &npy_with(&[4], &[0.5f32, -2.0, 1e-40, f32::INFINITY], Layout::big()));
+    for level in ["1_0", "3_1", "6_4"] {
+        let r = agree(&dir, &["sub", "a.npy", "b.npy", "-f", level], &[]);
+        assert_eq!(r["backend"]["feature_level"], level);
+        let want = if level == "1_0" { 4 } else { 2 };
+        assert_eq!(r["dml"]["tensors"]["ATensor"]["DimensionCount"], want);
+    }
+    agree(&dir, &["sqdiff", "a.npy", "b.npy", "-f", "3_1"], &[]);
+}
+
+#[cfg(windows)]
+#[test]
+fn in_place_containers_and_models_with_several_dispatches() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..6).map(|i| i as f32 - 2.5).collect();
+    dir.write("a.npy", &npy(&[2, 3], &a));
+    dir.write("b.npy", &npy(&[3], &[1.0f32, -1.0, 0.25]));
+    let cpu = {
+        dir.run(&["sub", "a.npy", "b.npy", "-o", "want.npy"]).ok();
+        fs::read(dir.path("want.npy")).expect("want")
+    };
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "a.npy", "--backend", "directml", "--verify"]).ok();
+    assert_eq!(fs::read(dir.path("a.npy")).expect("a"), cpu, "the result replaced its input");
+
+    let le = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let refs: Vec<(&str, &str, &[usize], Vec<u8>)> =
+        vec![("w", "F32", &[3], le(&[1.0, 2.0, 3.0])), ("x", "F32", &[2], le(&[0.5, f32::NAN]))];
+    dir.write("m.safetensors", &containers::safetensors(&refs));
+    dir.write("z.safetensors", &containers::safetensors(&refs));
+    let r = dir.run(&["sqdiff", "m.safetensors", "z.safetensors", "-o", "d.safetensors", "--backend", "directml", "--verify", "--report", "-"]);
+    r.ok();
+    let report = r.stdout_json();
+    assert_eq!(report["verify"]["identical"], true);
+    assert_eq!(report["verify"]["elements"], 5);
+
+    dir.write("ma.npy", &npy(&[4], &[3.0f32, 2.0, 1.0, 0.0]));
+    let model = r#"{
+      "resources": {
+        "A": { "initialValuesDataType": "FLOAT32", "initialValues": [1.5, -2, 3, 1e-40] },
+        "B": { "initialValuesDataType": "FLOAT32", "initialValues": [0.25, 2, -3, 1e-40] },
+        "T": { "initialValuesDataType": "FLOAT32", "initialValues": { "valueCount": 4, "value": 0 } },
+        "Out": { "initialValuesDataType": "FLOAT32", "initialValues": { "valueCount": 4, "value": 0 } }
+      },
+      "dispatchables": {
+        "minus": { "type": "DML_OPERATOR_ELEMENT_WISE_SUBTRACT", "desc": {
+          "ATensor": { "DataType": "FLOAT32", "Sizes": [4] }, "BTensor": { "DataType": "FLOAT32", "Sizes": [4] },
+          "OutputTensor": { "DataType": "FLOAT32", "Sizes": [4] } } },
+        "square": { "type": "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE", "desc": {
+          "ATensor": { "DataType": "FLOAT32", "Sizes": [4] }, "BTensor": { "DataType": "FLOAT32", "Sizes": [1], "Strides": [0] },
+          "OutputTensor": { "DataType": "FLOAT32", "Sizes": [4] } } }
+      },
+      "commands": [
+        { "type": "dispatch", "dispatchable": "minus", "bindings": { "ATensor": "A", "BTensor": "B", "OutputTensor": "T" } },
+        { "type": "dispatch", "dispatchable": "square", "bindings": { "ATensor": "T", "BTensor": "B", "OutputTensor": "Out" } },
+        { "type": "writeFile", "targetPath": "out.npy", "resource": "Out", "dimensions": [4] }
+      ]
+    }"#;
+    dir.write("model.json", model.as_bytes());
+    dir.run(&["run", "model.json", "--backend", "directml", "--verify", "--report", "run.json"]).ok();
+    let run: Value = serde_json::from_slice(&fs::read(dir.path("run.json")).expect("run report")).expect("json");
+    assert_eq!(run["verify"]["identical"], true, "{}", run["verify"]);
+    assert_eq!(run["verify"]["elements"], 8);
+    let dml = fs::read(dir.path("out.npy")).expect("out");
+    dir.run(&["run", "model.json"]).ok();
+    assert_eq!(fs::read(dir.path("out.npy")).expect("out"), dml);
+}
+
+#[cfg(windows)]
+#[test]
+fn an_injected_mismatch_is_exit_4_with_count_ulps_and_the_rule_followed() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    // 1 - 2^-24, (1 + 2^-9) - 2^-11, 65504 - (-1): DirectML's rule and round-to-nearest differ.
+    let a = [0x3c00u64, 0x3c02, 0x7bff, 0x4000];
+    let b = [0x0001u64, 0x1000, 0xbc00, 0x3c00];
+    let t = &types()[1];
+    dir.write("a.npy", &raw("<f2", &[4], &bytes_of(t, &a)));
+    dir.write("b.npy", &raw("<f2", &[4], &bytes_of(t, &b)));
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "--backend", "directml", "--verify", "--float16", "nearest", "--report", "r.json"]);
+    out.expect_code(4).stderr_mentions("differs").stderr_mentions("d3d");
+    let r: Value = serde_json::from_slice(&fs::read(dir.path("r.json")).expect("report")).expect("json");
+    let v = &r["verify"];
+    assert_eq!((v["identical"].clone(), v["differing"].clone(), v["max_ulps"].clone()), (false.into(), 3.into(), 1.into()), "{v}");
+    assert_eq!(v["first_difference"], 0);
+    let d3d = v["float16_rules"].as_array().expect("rules").iter().find(|x| x["rule"] == "d3d").cloned().expect("d3d");
+    assert_eq!(d3d["matching"], 4);
+    let got = parse_npy(&fs::read(dir.path("o.npy")).expect("o")).data;
+    assert_eq!(got, [0xff, 0x3b, 0x01, 0x3c, 0x00, 0x7c, 0x00, 0x3c], "DirectML's own bits were written");
+}
+
+#[cfg(windows)]
+#[test]
+fn devices_lists_the_directml_adapter_and_the_support_checks_agree_with_directml() {
+    let Some(dev) = directml() else { return };
+    assert!(dev["dll_version"].as_str().is_some_and(|v| v.starts_with("1.")), "{dev}");
+    let top = dev["max_feature_level"].as_str().expect("level").to_string();
+    let text = Dir::new().run(&["devices"]).ok().stdout_str();
+    assert!(text.contains("DirectML") && text.contains(&format!("feature levels up to {top}")), "{text}");
+    // What tensorop accepts at DirectML's highest level is what DirectML creates.
+    for op in ["sub", "sqdiff"] {
+        let created: Vec<&str> = dev[op].as_array().expect("types").iter().filter_map(|v| v.as_str()).collect();
+        for t in types().iter().chain(&[Ty { name: "float64", descr: "<f8", size: 8, edges: vec![0] }]) {
+            let dir = Dir::new();
+            dir.write("a.npy", &raw(t.descr, &[1], &vec![0; t.size]));
+            let out = dir.run(&[op, "a.npy", "a.npy", "--dry-run", "-f", &top]);
+            let accepted = out.code == Some(0);
+            assert_eq!(accepted, created.contains(&t.name), "{op} {} at {top}: tensorop {:?}, DirectML creates {created:?}", t.name, out.code);
+            if accepted {
+                agree(&dir, &[op, "a.npy", "a.npy", "-f", &top], &[]);
+            }
+        }
+    }
+}
+
+#[cfg(windows)]
+#[test]
+fn usage_errors_come_before_any_work() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[2], &[1.0f32, 2.0]));
+    dir.run(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml", "-f", "none"]).expect_code(2).stderr_mentions("none");
+    dir.run_env(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"], &[("TENSOROP_DIRECTML_ADAPTER", "x")])
+        .expect_code(2)
+        .stderr_mentions("TENSOROP_DIRECTML_ADAPTER");
+    dir.run_env(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"], &[("TENSOROP_DIRECTML_DLL", "C:\\nowhere\\DirectML.dll")])
+        .expect_code(1)
+        .stderr_mentions("TENSOROP_DIRECTML_DLL");
+    assert!(!dir.path("o.npy").exists());
+}
