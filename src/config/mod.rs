@@ -6,9 +6,9 @@
 
 use crate::backend::wgpu::WgpuTuning;
 use crate::backend::BackendKind;
-use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
+use crate::cli::{BackendArg, BroadcastArg, Float16Arg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
-use crate::op::{Op, Semantics};
+use crate::op::{Float16Rule, Op, Semantics};
 use crate::output::identity::{self, Named, Role, Use};
 use crate::output::parts::PartSpec;
 use crate::output::{Destination, Writing, NAMED_TEMPFILES_ENV};
@@ -101,9 +101,10 @@ impl Config {
             check_part(p, &inputs, &output)?;
         }
         let quiet = args.quiet;
+        let float16 = float16_rule(args.float16, args.half_precision)?;
         let (backend, wgpu) = backend(args.backend, env)?;
         Ok(Config {
-            sem: Semantics { op, half_precision: args.half_precision },
+            sem: Semantics { op, float16 },
             inputs,
             output,
             level: args.feature_level,
@@ -172,6 +173,30 @@ fn check_part(p: PartSpec, inputs: &[Source; 2], output: &Destination) -> Result
         )));
     }
     Ok(())
+}
+
+/// `--float16 RULE` and `--half-precision` (`--float16 per-step`): the rule, `nearest` when
+/// neither is given; both, naming different rules, are a usage error.
+fn float16_rule(arg: Option<Float16Arg>, half_precision: bool) -> Result<Float16Rule, UsageError> {
+    match (arg.map(Float16Rule::from), half_precision) {
+        (None, false) => Ok(Float16Rule::Nearest),
+        (None, true) => Ok(Float16Rule::PerStep),
+        (Some(rule), false) | (Some(rule @ Float16Rule::PerStep), true) => Ok(rule),
+        (Some(rule), true) => Err(UsageError(format!(
+            "--half-precision is --float16 per-step, which contradicts --float16 {}; give one of them",
+            rule.name()
+        ))),
+    }
+}
+
+impl From<Float16Arg> for Float16Rule {
+    fn from(arg: Float16Arg) -> Float16Rule {
+        match arg {
+            Float16Arg::Nearest => Float16Rule::Nearest,
+            Float16Arg::PerStep => Float16Rule::PerStep,
+            Float16Arg::D3d => Float16Rule::D3d,
+        }
+    }
 }
 
 /// `--threads N`, or every core the process may use.
@@ -274,6 +299,21 @@ mod tests {
         assert!(config(&["a", "b", "--dry-run"], true).is_ok());
         let stats = config(&["a", "b", "--stats"], true).unwrap_err().0;
         assert!(stats.contains("for the statistics alone, keep no result: -o "), "{stats}");
+    }
+
+    #[test]
+    fn float16_rule_from_either_flag_and_both_only_when_they_agree() {
+        let rule = |argv: &[&str]| config(&[&["a", "b", "-o", "c"], argv].concat(), false).map(|c| c.sem.float16);
+        assert_eq!(rule(&[]).unwrap(), Float16Rule::Nearest);
+        assert_eq!(rule(&["--half-precision"]).unwrap(), Float16Rule::PerStep);
+        for r in Float16Rule::ALL {
+            assert_eq!(rule(&["--float16", r.name()]).unwrap(), r);
+        }
+        assert_eq!(rule(&["--float16", "per-step", "--half-precision"]).unwrap(), Float16Rule::PerStep);
+        for other in ["nearest", "d3d"] {
+            let e = rule(&["--half-precision", "--float16", other]).unwrap_err().0;
+            assert!(e.contains(&format!("contradicts --float16 {other}")), "{e}");
+        }
     }
 
     #[test]

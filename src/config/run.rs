@@ -5,6 +5,7 @@ use super::{backend, threads, writing, UsageError};
 use crate::backend::wgpu::WgpuTuning;
 use crate::backend::BackendKind;
 use crate::cli::RunArgs;
+use crate::op::Float16Rule;
 use crate::output::{Destination, Writing};
 use crate::spec::level::LevelChoice;
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub struct RunConfig {
     pub quiet: bool,
     /// `--resource-limit`: the most bytes of resources and temporary results.
     pub resource_limit: u64,
+    /// `--float16`: how every float16 dispatch rounds.
+    pub float16: Float16Rule,
 }
 
 impl RunConfig {
@@ -57,6 +60,7 @@ impl RunConfig {
             threads: threads(args.threads),
             quiet: args.quiet,
             resource_limit: args.resource_limit,
+            float16: args.float16.into(),
         })
     }
 }
