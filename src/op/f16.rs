@@ -135,10 +135,11 @@ pub(super) fn f16_blocks(f: Formula, out: &mut [f16], a: Operand<'_, f16>, b: Op
 /// subtract and multiply, never a fused multiply-add; with `--half-precision` the difference is
 /// rounded to float16 and widened again; with `--float16 d3d` the result is converted toward
 /// zero by `vcvtps2ph`, lanes beyond 65504 set to infinity, and widened again) and stores the
-/// result rounded to nearest even with `vcvtps2ph`. Both conversions are exact IEEE conversions: subnormals are kept (neither MXCSR's
-/// flush-to-zero nor denormals-are-zero applies to them), overflow gives infinity, and a NaN
-/// keeps its sign and the top payload bits with the quiet bit set, as `half`'s conversions do; the
-/// tests check every float16 input bit for bit against the scalar functions.
+/// result rounded to nearest even with `vcvtps2ph`. The conversions are exact IEEE conversions:
+/// subnormals are kept (neither MXCSR's flush-to-zero nor denormals-are-zero applies to them),
+/// overflow gives infinity to nearest and 65504 toward zero, and a NaN keeps its sign and the top
+/// payload bits with the quiet bit set, as `half`'s conversions do; the tests check every float16
+/// input bit for bit against the scalar functions.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod f16_x86 {
     use super::{f16, Formula, Operand};
