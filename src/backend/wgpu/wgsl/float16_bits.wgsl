@@ -116,7 +116,7 @@ fn f32_to_f16_d3d_bits(f: f32) -> u32 {
         return s;
     }
     // Equivalent: the significand's lowest bit: every subnormal result shifts out 14 bits or more.
-    // mutants-wgsl equivalent: `0x7fffffu -> 0x7ffffeu`
+    // mutants-wgsl equivalent: `0x7fffffu -> 0x7ffffeu`, `0x800000u -> 0x800001u`
     let m = (ax & 0x7fffffu) | 0x800000u;
     return s | (m >> (126u - e));
 }
