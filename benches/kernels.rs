@@ -8,7 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use tensorop::dtype::DType;
-use tensorop::op::{Arith, Op, Operand, Semantics};
+use tensorop::op::{Arith, Float16Rule, Op, Operand, Semantics};
 use tensorop::summary::Accumulator;
 
 /// Elements per array: 2^23, so three float32 arrays (96 MiB) overflow any cache.
@@ -49,11 +49,18 @@ fn bench_dtype<T: Arith>(c: &mut Criterion, dtype: DType) {
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(2));
     g.throughput(Throughput::Bytes((3 * N * dtype.size()) as u64));
-    for op in Op::ALL {
-        let sem = Semantics { op, half_precision: false };
+    // float16 also under Direct3D's rule, whose conversion the kernels add to the nearest one.
+    let rules: &[Float16Rule] =
+        if dtype == DType::F16 { &[Float16Rule::Nearest, Float16Rule::D3d] } else { &[Float16Rule::Nearest] };
+    for (op, &float16) in Op::ALL.into_iter().flat_map(|op| rules.iter().map(move |r| (op, r))) {
+        let sem = Semantics { op, float16 };
+        let name = match float16 {
+            Float16Rule::Nearest => op.name().to_string(),
+            rule => format!("{}-{}", op.name(), rule.name()),
+        };
         for threads in [1, cores] {
             for (shape, b) in [("elementwise", Some(b.as_slice())), ("broadcast", None)] {
-                let id = BenchmarkId::new(format!("{}/{shape}", op.name()), format!("threads={threads}"));
+                let id = BenchmarkId::new(format!("{name}/{shape}"), format!("threads={threads}"));
                 g.bench_function(id, |bench| bench.iter(|| run(sem, &mut out, &a, b, threads)));
             }
         }

@@ -146,9 +146,15 @@ pub struct OpArgs {
     #[arg(long)]
     pub verify: bool,
     /// float16 and bfloat16 only: round A - B to the element type before squaring (NumPy's
-    /// behaviour)
+    /// behaviour); the same as --float16 per-step
     #[arg(long)]
     pub half_precision: bool,
+    /// How float16 results are rounded from the float32 arithmetic: `nearest` (once, at the end:
+    /// the default), `per-step` (also A - B before squaring, as --half-precision; bfloat16 too)
+    /// or `d3d` (Direct3D's conversion: toward zero, beyond 65504 to infinity; the default of
+    /// --backend directml's --verify)
+    #[arg(long = "float16", value_enum, value_name = "RULE")]
+    pub float16: Option<Float16Arg>,
     /// Write a JSON report of checks and timings here (`-` = standard output)
     #[arg(long, value_name = "PATH")]
     pub report: Option<String>,
@@ -228,6 +234,10 @@ pub struct RunArgs {
     /// CPU worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// How float16 results are rounded, as for sub and sqdiff: nearest (the default; d3d with
+    /// --backend directml), per-step or d3d
+    #[arg(long = "float16", value_enum, value_name = "RULE")]
+    pub float16: Option<Float16Arg>,
     /// Nothing on standard error but errors (not even the files writeFile wrote)
     #[arg(short, long)]
     pub quiet: bool,
@@ -294,6 +304,14 @@ pub enum ProgressArg {
 pub enum OpArg {
     Sub,
     Sqdiff,
+}
+
+/// `--float16`: the float16 rounding rules (`op::Float16Rule`), spelt as the report spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Float16Arg {
+    Nearest,
+    PerStep,
+    D3d,
 }
 
 /// A size in bytes: a whole number, or a number with a binary suffix `K`, `M`, `G` or `T`

@@ -4,6 +4,7 @@
 
 use crate::config::Config;
 use crate::npy::input::InputTensor;
+use crate::op::Float16Rule;
 use crate::output::Destination;
 use crate::plan::Plan;
 use crate::spec::checks::Validation;
@@ -33,8 +34,8 @@ pub(crate) fn dry_run_verdict(cfg: &Config, plan: &Plan, validation: &Validation
 }
 
 /// Says on standard error (unless `--quiet`) which flags do nothing for these inputs: `--member`,
-/// `--skip-unpaired` and `-v` for two `.npy` files, `--half-precision` for a dtype that is not
-/// float16 or bfloat16.
+/// `--skip-unpaired` and `-v` for two `.npy` files, a float16 rule other than the default for a
+/// dtype it does not apply to (`per-step`: float16 and bfloat16; `d3d`: float16 alone).
 pub(crate) fn idle_flags(cfg: &Config, inputs: &[InputTensor]) {
     if cfg.quiet {
         return;
@@ -54,15 +55,15 @@ pub(crate) fn idle_flags(cfg: &Config, inputs: &[InputTensor]) {
             "tensorop: warning: {flag} applies to containers (.npz, .safetensors); it does nothing for two .npy files"
         );
     }
-    let sixteen = |x: &InputTensor| {
-        matches!(
-            x.header.dtype,
-            crate::npy::header::FileDType::Numeric(crate::dtype::DType::F16 | crate::dtype::DType::BF16)
-        )
+    use crate::dtype::DType::{BF16, F16};
+    use crate::npy::header::FileDType::Numeric;
+    let (flag, applies, to) = match cfg.sem.float16 {
+        Float16Rule::Nearest => return,
+        Float16Rule::PerStep => ("--float16 per-step (--half-precision)", &[F16, BF16][..], "float16 and bfloat16"),
+        Float16Rule::D3d => ("--float16 d3d", &[F16][..], "float16 (not bfloat16)"),
     };
-    if cfg.sem.half_precision && !inputs.iter().any(sixteen) {
-        eprintln!(
-            "tensorop: warning: --half-precision applies to float16 and bfloat16; it does nothing for these inputs"
-        );
+    let applies = |x: &InputTensor| matches!(x.header.dtype, Numeric(d) if applies.contains(&d));
+    if !inputs.iter().any(applies) {
+        eprintln!("tensorop: warning: {flag} applies to {to}; it does nothing for these inputs");
     }
 }

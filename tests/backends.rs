@@ -131,6 +131,8 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
             let mut variants: Vec<Vec<&str>> = Op::ALL.iter().map(|op| vec![op.name()]).collect();
             if kind == "f2" {
                 variants.push(vec!["sqdiff", "--half-precision"]);
+                variants.push(vec!["sub", "--float16", "d3d"]);
+                variants.push(vec!["sqdiff", "--float16", "d3d"]);
             }
             for v in variants {
                 let args = [&v[..], &["a.npy", "b.npy", "--feature-level", "none", "-q"]].concat();
@@ -436,6 +438,12 @@ fn float16_emulation_is_exact_at_its_rounding_midpoints() {
     // And the intermediate rounding of `--half-precision`.
     let args = ["sqdiff", "a.npy", "b.npy", "--feature-level", "none", "-q", "--half-precision"];
     native_and_emulated_match(&dir, &args, 2, true, "float16 sqdiff --half-precision");
+    // And Direct3D's conversion, whose edges the same pairs reach: differences and squares just
+    // past 65504 (65504 + 2^-8 is 0x7bff - 0x9c00), at it, at 2^-14 and across the subnormals.
+    for op in Op::ALL {
+        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q", "--float16", "d3d"];
+        native_and_emulated_match(&dir, &args, 2, true, &format!("float16 {} --float16 d3d", op.name()));
+    }
 }
 
 #[test]

@@ -16,7 +16,10 @@ use std::fs;
 fn elsewhere_the_backend_is_a_usage_error_that_names_windows() {
     let dir = Dir::new();
     dir.write("a.npy", &npy(&[2], &[1.0f32, 2.0]));
-    for args in [&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"][..], &["run", "m.json", "--backend", "directml"]] {
+    for args in [
+        &["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"][..],
+        &["run", "m.json", "--backend", "directml"],
+    ] {
         dir.run(args).expect_code(2).stderr_mentions("Windows");
     }
     dir.run(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--verify"]).expect_code(2).stderr_mentions("--backend directml");
@@ -29,7 +32,8 @@ fn elsewhere_the_backend_is_a_usage_error_that_names_windows() {
 fn directml() -> Option<Value> {
     let out = Dir::new().run(&["devices", "--json"]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let found = list.as_array().into_iter().flatten().find(|d| d["api"] == "DirectML" && d["max_feature_level"].is_string());
+    let found =
+        list.as_array().into_iter().flatten().find(|d| d["api"] == "DirectML" && d["max_feature_level"].is_string());
     if found.is_none() {
         let why = format!("no DirectML adapter here (tensorop devices: {}{})", out.stdout_str(), out.stderr);
         assert!(std::env::var("TENSOROP_REQUIRE_DIRECTML").as_deref() != Ok("1"), "{why}");
@@ -59,23 +63,23 @@ fn float_edges(bits: u32, exp: u32) -> Vec<u64> {
     let quiet = 1u64 << (man - 1);
     let mut v = vec![
         0,
-        sign,                // -0
-        one,                 // 1
-        one | sign,          // -1
-        one + 1,             // 1 + ulp
-        one - 1,             // 1 - ulp/2
+        sign,                   // -0
+        one,                    // 1
+        one | sign,             // -1
+        one + 1,                // 1 + ulp
+        one - 1,                // 1 - ulp/2
         one + (1 << (man - 1)), // 1.5
-        one - (1u64 << man), // 0.5
-        1,                   // smallest subnormal
-        (1u64 << man) - 1,   // largest subnormal
-        1u64 << man,         // smallest normal
-        inf - 1,             // largest finite
+        one - (1u64 << man),    // 0.5
+        1,                      // smallest subnormal
+        (1u64 << man) - 1,      // largest subnormal
+        1u64 << man,            // smallest normal
+        inf - 1,                // largest finite
         (inf - 1) | sign,
         inf,
         inf | sign,
-        inf | quiet | 5,     // quiet NaN with a payload
-        inf | 3,             // signalling NaN
-        inf | quiet | sign,  // negative NaN
+        inf | quiet | 5,    // quiet NaN with a payload
+        inf | 3,            // signalling NaN
+        inf | quiet | sign, // negative NaN
     ];
     // Values one ulp either side of 2 and 3, and a spread of ordinary values.
     v.extend([one + (1u64 << man) + 1, one + (1u64 << man) - 1, one + (3u64 << (man - 1)) + 7]);
@@ -225,7 +229,18 @@ fn in_place_containers_and_models_with_several_dispatches() {
         vec![("w", "F32", &[3], le(&[1.0, 2.0, 3.0])), ("x", "F32", &[2], le(&[0.5, f32::NAN]))];
     dir.write("m.safetensors", &containers::safetensors(&refs));
     dir.write("z.safetensors", &containers::safetensors(&refs));
-    let r = dir.run(&["sqdiff", "m.safetensors", "z.safetensors", "-o", "d.safetensors", "--backend", "directml", "--verify", "--report", "-"]);
+    let r = dir.run(&[
+        "sqdiff",
+        "m.safetensors",
+        "z.safetensors",
+        "-o",
+        "d.safetensors",
+        "--backend",
+        "directml",
+        "--verify",
+        "--report",
+        "-",
+    ]);
     r.ok();
     let report = r.stdout_json();
     assert_eq!(report["verify"]["identical"], true);
@@ -276,11 +291,28 @@ fn an_injected_mismatch_is_exit_4_with_count_ulps_and_the_rule_followed() {
     let t = &types()[1];
     dir.write("a.npy", &raw("<f2", &[4], &bytes_of(t, &a)));
     dir.write("b.npy", &raw("<f2", &[4], &bytes_of(t, &b)));
-    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "o.npy", "--backend", "directml", "--verify", "--float16", "nearest", "--report", "r.json"]);
+    let out = dir.run(&[
+        "sub",
+        "a.npy",
+        "b.npy",
+        "-o",
+        "o.npy",
+        "--backend",
+        "directml",
+        "--verify",
+        "--float16",
+        "nearest",
+        "--report",
+        "r.json",
+    ]);
     out.expect_code(4).stderr_mentions("differs").stderr_mentions("d3d");
     let r: Value = serde_json::from_slice(&fs::read(dir.path("r.json")).expect("report")).expect("json");
     let v = &r["verify"];
-    assert_eq!((v["identical"].clone(), v["differing"].clone(), v["max_ulps"].clone()), (false.into(), 3.into(), 1.into()), "{v}");
+    assert_eq!(
+        (v["identical"].clone(), v["differing"].clone(), v["max_ulps"].clone()),
+        (false.into(), 3.into(), 1.into()),
+        "{v}"
+    );
     assert_eq!(v["first_difference"], 0);
     let d3d = v["float16_rules"].as_array().expect("rules").iter().find(|x| x["rule"] == "d3d").cloned().expect("d3d");
     assert_eq!(d3d["matching"], 4);
@@ -304,7 +336,13 @@ fn devices_lists_the_directml_adapter_and_the_support_checks_agree_with_directml
             dir.write("a.npy", &raw(t.descr, &[1], &vec![0; t.size]));
             let out = dir.run(&[op, "a.npy", "a.npy", "--dry-run", "-f", &top]);
             let accepted = out.code == Some(0);
-            assert_eq!(accepted, created.contains(&t.name), "{op} {} at {top}: tensorop {:?}, DirectML creates {created:?}", t.name, out.code);
+            assert_eq!(
+                accepted,
+                created.contains(&t.name),
+                "{op} {} at {top}: tensorop {:?}, DirectML creates {created:?}",
+                t.name,
+                out.code
+            );
             if accepted {
                 agree(&dir, &[op, "a.npy", "a.npy", "-f", &top], &[]);
             }
@@ -320,12 +358,20 @@ fn usage_errors_come_before_any_work() {
     }
     let dir = Dir::new();
     dir.write("a.npy", &npy(&[2], &[1.0f32, 2.0]));
-    dir.run(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml", "-f", "none"]).expect_code(2).stderr_mentions("none");
-    dir.run_env(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"], &[("TENSOROP_DIRECTML_ADAPTER", "x")])
+    dir.run(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml", "-f", "none"])
         .expect_code(2)
-        .stderr_mentions("TENSOROP_DIRECTML_ADAPTER");
-    dir.run_env(&["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"], &[("TENSOROP_DIRECTML_DLL", "C:\\nowhere\\DirectML.dll")])
-        .expect_code(1)
-        .stderr_mentions("TENSOROP_DIRECTML_DLL");
+        .stderr_mentions("none");
+    dir.run_env(
+        &["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"],
+        &[("TENSOROP_DIRECTML_ADAPTER", "x")],
+    )
+    .expect_code(2)
+    .stderr_mentions("TENSOROP_DIRECTML_ADAPTER");
+    dir.run_env(
+        &["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"],
+        &[("TENSOROP_DIRECTML_DLL", "C:\\nowhere\\DirectML.dll")],
+    )
+    .expect_code(1)
+    .stderr_mentions("TENSOROP_DIRECTML_DLL");
     assert!(!dir.path("o.npy").exists());
 }

@@ -147,6 +147,38 @@ fn the_repro_carries_the_report_descriptors_and_a_readme() {
     assert!(readme.contains("tensorop compare output.npy expected.npy"), "{readme}");
 }
 
+/// A float16 export under each rule: `expected.npy` follows the rule, the README names it, and
+/// `tensorop run` with the README's `--float16` gives the same bits (without it, `nearest`).
+#[test]
+fn a_float16_export_records_its_rule_and_run_reproduces_it() {
+    let dir = Dir::new();
+    // 1 - 2^-24, (1 + 2^-9) - 2^-11 and 65504 - (-1): the three differ under d3d.
+    dir.write("a.npy", &npy(&[3], &[H(0x3c00), H(0x3c02), H(0x7bff)]));
+    dir.write("b.npy", &npy(&[3], &[H(0x0001), H(0x1000), H(0xbc00)]));
+    let sub = |rule: &str| dir.run(&["sub", "a.npy", "b.npy", "-o", "-", "--float16", rule]).ok().stdout.clone();
+    let (d3d, nearest) = (sub("d3d"), sub("nearest"));
+    assert_ne!(d3d, nearest);
+    for (rule, want) in [("d3d", &d3d), ("nearest", &nearest)] {
+        let name = format!("repro-{rule}");
+        dir.run(&["sub", "a.npy", "b.npy", "--float16", rule, "--dxdispatch", &name, "--report", "r.json"]).ok();
+        assert_eq!(dir.report("r.json")["float16_rule"], rule);
+        let repro = dir.path(&name);
+        assert_eq!(&std::fs::read(repro.join("expected.npy")).unwrap(), want, "expected.npy under {rule}");
+        let readme = String::from_utf8(std::fs::read(repro.join("README.txt")).unwrap()).unwrap();
+        assert!(readme.contains(&format!("tensorop sub --float16 {rule} (")), "{readme}");
+        let run = format!("tensorop run model.json --feature-level 6_4 --float16 {rule}");
+        assert!(readme.contains(&run), "{readme}");
+        let out = run_in(&repro, &["run", "model.json", "--float16", rule, "--report", "run.json"], Input::Null);
+        out.ok();
+        assert_eq!(dir.report(&format!("{name}/run.json"))["float16_rule"], rule);
+        run_in(&repro, &["compare", "output.npy", "expected.npy"], Input::Null).ok();
+    }
+    // Without --float16, `run` rounds to nearest: the d3d repro's output then differs.
+    let repro = dir.path("repro-d3d");
+    run_in(&repro, &["run", "model.json"], Input::Null).ok();
+    run_in(&repro, &["compare", "output.npy", "expected.npy"], Input::Null).expect_code(4);
+}
+
 #[test]
 fn an_export_is_refused_without_a_directml_job_and_leaves_nothing() {
     let dir = Dir::new();

@@ -1,6 +1,6 @@
 //! Property tests of the binary: over random shapes (ranks 0 to 5, zero-size and unit dimensions,
-//! broadcastable or not, both broadcast modes), all eleven dtypes, `sub`, `sqdiff` and
-//! `sqdiff --half-precision`, byte orders, storage orders and `.npy` versions, and element values
+//! broadcastable or not, both broadcast modes), all eleven dtypes, `sub`, `sqdiff`,
+//! `sqdiff --half-precision` and both under `--float16 d3d`, byte orders, storage orders and `.npy` versions, and element values
 //! drawn half from all bit patterns and half from the awkward ones (NaNs, infinities, signed
 //! zeros, subnormals, the largest finite values, integer extremes), or in one case of three all
 //! from a few values whose differences round at a seam of the arithmetic (ties and near-ties at
@@ -38,6 +38,28 @@ enum Op {
     SqDiff,
     /// `sqdiff --half-precision` (differs from `sqdiff` for float16 only).
     SqDiffHalf,
+    /// `sub --float16 d3d` (differs from `sub` for float16 only).
+    SubD3d,
+    /// `sqdiff --float16 d3d` (differs from `sqdiff` for float16 only).
+    SqDiffD3d,
+}
+
+impl Op {
+    /// Whether the result is a square (`sqdiff`).
+    fn squares(self) -> bool {
+        !matches!(self, Op::Sub | Op::SubD3d)
+    }
+
+    /// The command and its float16 flags.
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Op::Sub => &["sub"],
+            Op::SqDiff => &["sqdiff"],
+            Op::SqDiffHalf => &["sqdiff", "--half-precision"],
+            Op::SubD3d => &["sub", "--float16", "d3d"],
+            Op::SqDiffD3d => &["sqdiff", "--float16", "d3d"],
+        }
+    }
 }
 
 /// How one input file is stored.
@@ -260,7 +282,7 @@ fn storage() -> impl Strategy<Value = Storage> {
 fn case() -> impl Strategy<Value = Case> {
     (
         0..DTYPES.len(),
-        prop::sample::select(vec![Op::Sub, Op::SqDiff, Op::SqDiffHalf]),
+        prop::sample::select(vec![Op::Sub, Op::SqDiff, Op::SqDiffHalf, Op::SubD3d, Op::SqDiffD3d]),
         prop::bool::weighted(0.1),
         shapes(),
         [storage(), storage()],
@@ -312,15 +334,7 @@ fn f32_to_f16(x: f32) -> u16 {
         // Subnormal range: units of 2^-24; 1024 units is the smallest normal, whose bits are 0x400.
         return sign | (v * 2f64.powi(24)).round_ties_even() as u16;
     }
-    let e = v.log2().floor() as i32;
-    // Guard against log2 rounding at exact powers of two.
-    let e = if 2f64.powi(e) > v {
-        e - 1
-    } else if 2f64.powi(e + 1) <= v {
-        e + 1
-    } else {
-        e
-    };
+    let e = binade(v);
     let mut m = (v * 2f64.powi(10 - e)).round_ties_even() as u32;
     let mut e = e;
     if m == 2048 {
@@ -333,38 +347,70 @@ fn f32_to_f16(x: f32) -> u16 {
     sign | (((e + 15) as u16) << 10) | (m - 1024) as u16
 }
 
+/// The exponent e of a positive finite `v`: 2^e <= v < 2^(e + 1).
+fn binade(v: f64) -> i32 {
+    let e = v.log2().floor() as i32;
+    // Guard against log2 rounding at exact powers of two.
+    if 2f64.powi(e) > v {
+        e - 1
+    } else if 2f64.powi(e + 1) <= v {
+        e + 1
+    } else {
+        e
+    }
+}
+
+/// float32 to float16 bits by Direct3D's rule: toward zero (subnormals kept), any value beyond
+/// 65504 in magnitude to infinity.
+fn f32_to_f16_d3d(x: f32) -> u16 {
+    let sign = if x.is_sign_negative() { 0x8000u16 } else { 0 };
+    if x.is_nan() {
+        return 0x7e00;
+    }
+    let v = f64::from(x.abs());
+    if v > 65504.0 {
+        return sign | 0x7c00;
+    }
+    if v < 2f64.powi(-14) {
+        return sign | (v * 2f64.powi(24)).floor() as u16;
+    }
+    let e = binade(v);
+    let m = (v * 2f64.powi(10 - e)).floor() as u32;
+    sign | (((e + 15) as u16) << 10) | (m - 1024) as u16
+}
+
 /// The contract's arithmetic table, on element bits.
 fn reference(kind: char, size: usize, op: Op, a: u64, b: u64) -> u64 {
     match (kind, size) {
         ('f', 2) => {
             let d = f16_to_f32(a as u16) - f16_to_f32(b as u16);
             let r = match op {
-                Op::Sub => d,
-                Op::SqDiff => d * d,
+                Op::Sub | Op::SubD3d => d,
+                Op::SqDiff | Op::SqDiffD3d => d * d,
                 Op::SqDiffHalf => {
                     let h = f16_to_f32(f32_to_f16(d));
                     h * h
                 }
             };
-            u64::from(f32_to_f16(r))
+            u64::from(if matches!(op, Op::SubD3d | Op::SqDiffD3d) { f32_to_f16_d3d(r) } else { f32_to_f16(r) })
         }
         ('f', 4) => {
             let d = f32::from_bits(a as u32) - f32::from_bits(b as u32);
-            u64::from(if op == Op::Sub { d } else { d * d }.to_bits())
+            u64::from(if op.squares() { d * d } else { d }.to_bits())
         }
         ('f', 8) => {
             let d = f64::from_bits(a) - f64::from_bits(b);
-            if op == Op::Sub { d } else { d * d }.to_bits()
+            if op.squares() { d * d } else { d }.to_bits()
         }
         // Two's complement: the low bits of a wrapping difference and square do not depend on
         // signedness.
         _ => {
             let mask = u64::MAX >> (64 - size as u32 * 8);
             let d = a.wrapping_sub(b) & mask;
-            if op == Op::Sub {
-                d
-            } else {
+            if op.squares() {
                 d.wrapping_mul(d) & mask
+            } else {
+                d
             }
         }
     }
@@ -451,10 +497,8 @@ fn write_inputs(dir: &Dir, c: &Case) -> Vec<&'static str> {
     let (kind, size) = (c.kind(), c.size());
     dir.write("a.npy", &npy_file(kind, size, &c.shape_a, &c.a, c.storage[0]));
     dir.write("b.npy", &npy_file(kind, size, &c.shape_b, &c.b, c.storage[1]));
-    let mut args = vec![if c.op == Op::Sub { "sub" } else { "sqdiff" }, "a.npy", "b.npy", "--feature-level", "none"];
-    if c.op == Op::SqDiffHalf {
-        args.push("--half-precision");
-    }
+    let mut args = c.op.args().to_vec();
+    args.extend(["a.npy", "b.npy", "--feature-level", "none"]);
     if c.no_broadcast {
         args.extend(["--broadcast", "none"]);
     }
@@ -626,4 +670,16 @@ fn assert_reference_float16_conversions_are_exact() {
             assert_eq!(f32_to_f16(mid), half::f16::from_f32(mid).to_bits(), "midpoint {mid:e}");
         }
     }
+    // Direct3D's rule: every finite float16 is kept, the float32 value just above a positive
+    // one truncates to it (past 65504: infinity), the one just below to its predecessor.
+    for h in 1..0x7c00u16 {
+        let x = f16_to_f32(h);
+        let above = if h == 0x7bff { 0x7c00 } else { h };
+        for (v, want) in [(x, h), (f32::from_bits(x.to_bits() + 1), above), (f32::from_bits(x.to_bits() - 1), h - 1)] {
+            assert_eq!(f32_to_f16_d3d(v), want, "d3d {v:e}");
+            assert_eq!(f32_to_f16_d3d(-v), want | 0x8000, "d3d {:e}", -v);
+        }
+    }
+    assert_eq!(f32_to_f16_d3d(65504.004), 0x7c00);
+    assert_eq!(f32_to_f16_d3d(f32::NEG_INFINITY), 0xfc00);
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests against the real binary in temporary directories. The JSON report: every key,
 //! its formatting, counts, strides, and where it goes.
 
+use crate::common::containers::safetensors;
 use crate::common::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -54,6 +55,34 @@ fn report_on_success_has_every_key() {
     for k in TIMING_KEYS {
         let t = r["timings_ms"][k].as_f64().unwrap_or_else(|| panic!("timings_ms.{k} is not a number"));
         assert!(t >= 0.0, "timings_ms.{k} = {t}");
+    }
+}
+
+#[test]
+fn report_names_the_float16_rule_as_the_flag_spells_it() {
+    let dir = Dir::new();
+    dir.write("h.npy", &npy(&[2], &[H(0x3c00), H(0x4000)]));
+    let st = safetensors(&[("w", "F16", &[2], [0x00u8, 0x3c, 0x00, 0x40].to_vec())]);
+    dir.write("h.safetensors", &st);
+    for (flags, rule) in [
+        (&[][..], "nearest"),
+        (&["--float16", "nearest"], "nearest"),
+        (&["--half-precision"], "per-step"),
+        (&["--float16", "per-step"], "per-step"),
+        (&["--float16", "d3d"], "d3d"),
+    ] {
+        let single = [&["sqdiff", "h.npy", "h.npy", "-o", "o.npy", "--report", "r.json", "-q"][..], flags].concat();
+        dir.run(&single).ok();
+        let r = dir.report("r.json");
+        assert_report_keys(&r);
+        assert_eq!(r["float16_rule"], rule, "{flags:?}");
+        let container = [
+            &["sqdiff", "h.safetensors", "h.safetensors", "-o", "o.safetensors", "--report", "c.json", "-q"][..],
+            flags,
+        ]
+        .concat();
+        dir.run(&container).ok();
+        assert_eq!(dir.report("c.json")["float16_rule"], rule, "container {flags:?}");
     }
 }
 

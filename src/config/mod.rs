@@ -7,9 +7,9 @@
 use crate::backend::directml;
 use crate::backend::wgpu::WgpuTuning;
 use crate::backend::{BackendKind, Choice};
-use crate::cli::{BackendArg, BroadcastArg, OpArgs, ProgressArg};
+use crate::cli::{BackendArg, BroadcastArg, Float16Arg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
-use crate::op::{Op, Semantics};
+use crate::op::{Float16Rule, Op, Semantics};
 use crate::output::identity::{self, Named, Role, Use};
 use crate::output::parts::PartSpec;
 use crate::output::{Destination, Writing, NAMED_TEMPFILES_ENV};
@@ -102,8 +102,9 @@ impl Config {
         }
         let quiet = args.quiet;
         let backend = backend(args.backend, args.feature_level, args.verify, env)?;
+        let float16 = float16_rule(args.float16, args.half_precision, float16_default(&backend))?;
         Ok(Config {
-            sem: Semantics { op, half_precision: args.half_precision },
+            sem: Semantics { op, float16 },
             inputs,
             output,
             level: args.feature_level,
@@ -171,6 +172,44 @@ fn check_part(p: PartSpec, inputs: &[Source; 2], output: &Destination) -> Result
         )));
     }
     Ok(())
+}
+
+/// The float16 rule when no flag names one: `nearest` (the contract's arithmetic), except on
+/// the directml backend, where the rule is only `--verify`'s reference and DirectML's own
+/// float32-computing kernels give `d3d` (`docs/backends.md`, "directml").
+fn float16_default(backend: &Choice) -> Float16Rule {
+    match backend.kind {
+        BackendKind::Directml => Float16Rule::D3d,
+        BackendKind::Cpu | BackendKind::Wgpu => Float16Rule::Nearest,
+    }
+}
+
+/// `--float16 RULE` and `--half-precision` (`--float16 per-step`): the rule, `default` when
+/// neither is given; both, naming different rules, are a usage error.
+fn float16_rule(
+    arg: Option<Float16Arg>,
+    half_precision: bool,
+    default: Float16Rule,
+) -> Result<Float16Rule, UsageError> {
+    match (arg.map(Float16Rule::from), half_precision) {
+        (None, false) => Ok(default),
+        (None, true) => Ok(Float16Rule::PerStep),
+        (Some(rule), false) | (Some(rule @ Float16Rule::PerStep), true) => Ok(rule),
+        (Some(rule), true) => Err(UsageError(format!(
+            "--half-precision is --float16 per-step, which contradicts --float16 {}; give one of them",
+            rule.name()
+        ))),
+    }
+}
+
+impl From<Float16Arg> for Float16Rule {
+    fn from(arg: Float16Arg) -> Float16Rule {
+        match arg {
+            Float16Arg::Nearest => Float16Rule::Nearest,
+            Float16Arg::PerStep => Float16Rule::PerStep,
+            Float16Arg::D3d => Float16Rule::D3d,
+        }
+    }
 }
 
 /// `--threads N`, or every core the process may use.
@@ -300,6 +339,21 @@ mod tests {
         assert!(config(&["a", "b", "--dry-run"], true).is_ok());
         let stats = config(&["a", "b", "--stats"], true).unwrap_err().0;
         assert!(stats.contains("for the statistics alone, keep no result: -o "), "{stats}");
+    }
+
+    #[test]
+    fn float16_rule_from_either_flag_and_both_only_when_they_agree() {
+        let rule = |argv: &[&str]| config(&[&["a", "b", "-o", "c"], argv].concat(), false).map(|c| c.sem.float16);
+        assert_eq!(rule(&[]).unwrap(), Float16Rule::Nearest);
+        assert_eq!(rule(&["--half-precision"]).unwrap(), Float16Rule::PerStep);
+        for r in Float16Rule::ALL {
+            assert_eq!(rule(&["--float16", r.name()]).unwrap(), r);
+        }
+        assert_eq!(rule(&["--float16", "per-step", "--half-precision"]).unwrap(), Float16Rule::PerStep);
+        for other in ["nearest", "d3d"] {
+            let e = rule(&["--half-precision", "--float16", other]).unwrap_err().0;
+            assert!(e.contains(&format!("contradicts --float16 {other}")), "{e}");
+        }
     }
 
     #[test]

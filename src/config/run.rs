@@ -1,9 +1,10 @@
 //! `tensorop run`'s configuration, built as `sub`'s is: every flag and environment variable
 //! read once, and usage errors (exit 2) found before any work, `--dry-run` included.
 
-use super::{backend, threads, writing, UsageError};
+use super::{backend, float16_default, float16_rule, threads, writing, UsageError};
 use crate::backend::Choice;
 use crate::cli::RunArgs;
+use crate::op::Float16Rule;
 use crate::output::{Destination, Writing};
 use crate::spec::level::LevelChoice;
 use std::path::PathBuf;
@@ -29,6 +30,8 @@ pub struct RunConfig {
     pub quiet: bool,
     /// `--resource-limit`: the most bytes of resources and temporary results.
     pub resource_limit: u64,
+    /// `--float16`: how every float16 dispatch rounds.
+    pub float16: Float16Rule,
 }
 
 impl RunConfig {
@@ -43,6 +46,7 @@ impl RunConfig {
         }
         let backend = backend(args.backend, args.feature_level, args.verify, env)?;
         Ok(RunConfig {
+            float16: float16_rule(args.float16, false, float16_default(&backend))?,
             model: args.model,
             level: args.feature_level,
             backend,

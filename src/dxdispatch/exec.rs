@@ -14,7 +14,7 @@ use super::values;
 use crate::backend::{Engine, Job};
 use crate::npy::header::encode_header;
 use crate::npy::input::InputTensor;
-use crate::op::Semantics;
+use crate::op::{Float16Rule, Semantics};
 use crate::output::result::ResultSink;
 use crate::output::{BrokenPipe, Destination, Sink, Writing};
 use crate::plan::Plan;
@@ -29,6 +29,8 @@ pub struct Runner<'a> {
     pub model: &'a Model,
     pub engine: &'a Engine,
     pub threads: usize,
+    /// `--float16`: how float16 dispatches round.
+    pub float16: Float16Rule,
     pub writing: Writing,
     /// Standard output, for `print`.
     pub out: &'a mut dyn Write,
@@ -116,7 +118,7 @@ impl Runner<'_> {
         let iter = Iteration::new(&sizes, &strides[0], &strides[1]);
         let feeds = Plan::feeds(&iter, inputs, self.engine.resident_limit());
         let job = Job {
-            sem: Semantics { op: d.op, half_precision: false },
+            sem: Semantics { op: d.op, float16: self.float16 },
             dtype,
             shape: &sizes,
             range: 0..iter.count(),

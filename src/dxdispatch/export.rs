@@ -11,12 +11,13 @@
 //! It holds `a.npy` and `b.npy` (the inputs, C order, little-endian, `.npy` 1.0 or 2.0, as
 //! DxDispatch reads them), `expected.npy` (tensorop's result, computed as usual by the
 //! pipeline), `model.json` (whose tensor descs are the report's `dml` descriptors, with strides
-//! for the C-order files) and `README.txt` (the commands to run and compare).
+//! for the C-order files) and `README.txt` (the job, with its float16 rule, and the commands to
+//! run and compare).
 
 use crate::npy::fortran;
 use crate::npy::header::encode_header;
 use crate::npy::input::InputTensor;
-use crate::op::Op;
+use crate::op::Semantics;
 use crate::output::result::{Committed, ResultSink, ToOutput};
 use crate::output::{parent_dir, Pending};
 use crate::plan::Plan;
@@ -142,7 +143,8 @@ impl Repro {
 
     /// Called once the plan is made, while the inputs are open: writes the inputs in C order and
     /// `model.json` and `README.txt` into the hidden directory.
-    pub fn write_job(&self, op: Op, level: LevelChoice, plan: &Plan, inputs: [&InputTensor; 2]) -> Result<()> {
+    pub fn write_job(&self, sem: Semantics, level: LevelChoice, plan: &Plan, inputs: [&InputTensor; 2]) -> Result<()> {
+        let op = sem.op;
         let LevelChoice::Dml(level) = level else {
             bail!("internal error: a DxDispatch export at --feature-level none");
         };
@@ -187,8 +189,10 @@ impl Repro {
         let readme = format!(
             "DxDispatch repro written by tensorop {version}\n\
              \n\
-             Job: tensorop {name} ({op}), {dtype} {shape}, checked at DirectML feature level {level}.\n\
-             Inputs: a.npy, b.npy. tensorop's result: expected.npy.\n\
+             Job: tensorop {name} --float16 {rule} ({op}), {dtype} {shape}, checked at DirectML\n\
+             feature level {level}.\n\
+             Inputs: a.npy, b.npy. tensorop's result: expected.npy, float16 rounded by the rule\n\
+             {rule}.\n\
              \n\
              Run it with DxDispatch, from this directory (DxDispatch writes {out} into the current\n\
              directory):\n\
@@ -201,12 +205,13 @@ impl Repro {
              \n\
              Run the model on any machine, without DirectML:\n\
              \n\
-             \x20   tensorop run model.json --feature-level {level}\n",
+             \x20   tensorop run model.json --feature-level {level} --float16 {rule}\n",
             version = env!("CARGO_PKG_VERSION"),
             op = op.dml_operator(),
             dtype = plan.dtype.name(),
             shape = crate::shape::fmt_shape(&plan.out_shape),
             out = DML_OUTPUT,
+            rule = sem.float16.name(),
         );
         std::fs::write(dir.join(README), readme).context("cannot write README.txt")?;
         Ok(())

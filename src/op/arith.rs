@@ -32,6 +32,12 @@ pub trait Arith: Element + Copy {
     fn round(w: Self::Wide) -> Self::Wide {
         w
     }
+    /// An intermediate converted to float16 by Direct3D's rule ([`Steps::round_d3d`]); the
+    /// identity for every type but float16.
+    #[inline(always)]
+    fn round_d3d(w: Self::Wide) -> Self::Wide {
+        w
+    }
     /// The slice kernel; the default is a loop per formula that the compiler vectorises.
     fn apply_slices(f: Formula, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
         crate::with_formula!(f, F => map2(out, a, b, |x, y| element(F, x, y)))
@@ -54,6 +60,10 @@ impl<T: Arith> Steps for ElementSteps<T> {
     #[inline(always)]
     fn round(&mut self, v: T::Wide) -> T::Wide {
         T::round(v)
+    }
+    #[inline(always)]
+    fn round_d3d(&mut self, v: T::Wide) -> T::Wide {
+        T::round_d3d(v)
     }
 }
 

@@ -1,7 +1,8 @@
-//! The 16-bit floats' arithmetic: float32 inside, rounded to float16 (or bfloat16) at the end.
-//! float16's slice kernel is a fused F16C pass on x86-64 CPUs that have it, and block conversions
-//! with `half` elsewhere; bfloat16's is the portable loop (its conversions are bit shifts and an
-//! integer rounding, which the compiler vectorises).
+//! The 16-bit floats' arithmetic: float32 inside, rounded to float16 (or bfloat16) at the end,
+//! to nearest even or, for float16 under `--float16 d3d`, by Direct3D's conversion rule
+//! ([`f32_to_f16_d3d`]). float16's slice kernel is a fused F16C pass on x86-64 CPUs that have
+//! it, and block conversions with `half` elsewhere; bfloat16's is the portable loop (its
+//! conversions are bit shifts and an integer rounding, which the compiler vectorises).
 
 use super::arith::{map2, Arith, ElementSteps};
 use super::{Formula, Operand};
@@ -33,6 +34,10 @@ impl Arith for f16 {
     fn round(w: f32) -> f32 {
         f16::from_f32(w).to_f32()
     }
+    #[inline(always)]
+    fn round_d3d(w: f32) -> f32 {
+        f16::from_bits(f32_to_f16_d3d(w)).to_f32()
+    }
 
     /// On x86-64 with F16C and AVX (detected once, `f16_x86::available`), one fused pass: 8 or
     /// 16 elements at a time are widened to float32, computed and rounded back to nearest even
@@ -48,9 +53,40 @@ impl Arith for f16 {
     }
 }
 
+/// float32 -> float16 bits by Direct3D's conversion rule (`--float16 d3d`): round toward zero,
+/// subnormal results kept (truncated into the subnormal range), any value beyond 65504 (the
+/// largest finite float16) in magnitude to infinity of its sign, where IEEE's round toward zero
+/// would give 65504; infinities stay infinities. A NaN becomes the NaN the nearest conversion
+/// (`f16::from_f32`) makes of it: its sign, the quiet bit, and the top 10 payload bits.
+#[inline(always)]
+pub(crate) fn f32_to_f16_d3d(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let ax = bits & 0x7fff_ffff;
+    if ax > 0x7f80_0000 {
+        return sign | 0x7e00 | ((ax >> 13) & 0x3ff) as u16;
+    }
+    // Beyond 65504 (0x477fe000), infinity included.
+    if ax > 0x477f_e000 {
+        return sign | 0x7c00;
+    }
+    // Normal float16 results (from 2^-14): rebias the exponent, drop 13 significand bits.
+    if ax >= 0x3880_0000 {
+        return sign | ((ax - 0x3800_0000) >> 13) as u16;
+    }
+    // Subnormal results: whole units of 2^-24, from biased float32 exponent 103 (2^-24) up.
+    let e = ax >> 23;
+    if e < 103 {
+        return sign;
+    }
+    let m = (ax & 0x7f_ffff) | 0x80_0000;
+    sign | (m >> (126 - e)) as u16
+}
+
 /// bfloat16 arithmetic is float16's with bfloat16's rounding: carried out in float32 (every
 /// bfloat16 is a float32, so widening is exact) and rounded to nearest even once at the end (and,
-/// with [`Formula::SqDiffRounded`], once more after the difference). NaN stays NaN.
+/// with [`Formula::SqDiffRounded`], once more after the difference). NaN stays NaN. Direct3D's
+/// float16 rule does not apply (`round_d3d` is the identity): bfloat16 has no DirectML type.
 impl Arith for bf16 {
     type Wide = f32;
     #[inline(always)]
@@ -97,11 +133,13 @@ pub(super) fn f16_blocks(f: Formula, out: &mut [f16], a: Operand<'_, f16>, b: Op
 /// float16 kernels on x86-64 with F16C: one pass that loads 8 float16 values per operand, widens
 /// them with `vcvtph2ps`, computes in float32 exactly as [`Arith for f16`](Arith) does (a separate
 /// subtract and multiply, never a fused multiply-add; with `--half-precision` the difference is
-/// rounded to float16 and widened again) and stores the result rounded to nearest even with
-/// `vcvtps2ph`. Both conversions are exact IEEE conversions: subnormals are kept (neither MXCSR's
-/// flush-to-zero nor denormals-are-zero applies to them), overflow gives infinity, and a NaN
-/// keeps its sign and the top payload bits with the quiet bit set, as `half`'s conversions do; the
-/// tests check every float16 input bit for bit against the scalar functions.
+/// rounded to float16 and widened again; with `--float16 d3d` the result is converted toward
+/// zero by `vcvtps2ph`, lanes beyond 65504 set to infinity, and widened again) and stores the
+/// result rounded to nearest even with `vcvtps2ph`. The conversions are exact IEEE conversions:
+/// subnormals are kept (neither MXCSR's flush-to-zero nor denormals-are-zero applies to them),
+/// overflow gives infinity to nearest and 65504 toward zero, and a NaN keeps its sign and the top
+/// payload bits with the quiet bit set, as `half`'s conversions do; the tests check every float16
+/// input bit for bit against the scalar functions.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod f16_x86 {
     use super::{f16, Formula, Operand};
@@ -113,6 +151,9 @@ pub(super) mod f16_x86 {
     /// 3 bits only, so `_MM_FROUND_NO_EXC` cannot be or-ed in; the conversion raises no fault
     /// either way, as every SIMD exception is masked.)
     const RNE: i32 = _MM_FROUND_TO_NEAREST_INT;
+    /// `vcvtps2ph`'s immediate for round toward zero: IEEE's, which gives 65504 for any finite
+    /// value beyond it (Direct3D's rule gives infinity; `Lanes::round_d3d` sets those lanes).
+    const RTZ: i32 = _MM_FROUND_TO_ZERO;
 
     /// Whether this CPU has AVX and F16C: detected on the first call, then one relaxed load.
     pub fn available() -> bool {
@@ -196,6 +237,19 @@ pub(super) mod f16_x86 {
         fn round(&mut self, v: __m256) -> __m256 {
             // SAFETY: as `sub`.
             unsafe { _mm256_cvtph_ps(_mm256_cvtps_ph::<RNE>(v)) }
+        }
+        #[inline(always)]
+        fn round_d3d(&mut self, v: __m256) -> __m256 {
+            // SAFETY: as `sub`.
+            unsafe {
+                let truncated = _mm256_cvtph_ps(_mm256_cvtps_ph::<RTZ>(v));
+                // |v| > 65504 is false for NaN (an ordered comparison): NaN lanes keep the
+                // conversion's NaN, which is the nearest conversion's.
+                let magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0), v);
+                let beyond = _mm256_cmp_ps::<_CMP_GT_OQ>(magnitude, _mm256_set1_ps(65504.0));
+                let infinity = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0)), _mm256_set1_ps(f32::INFINITY));
+                _mm256_blendv_ps(truncated, infinity, beyond)
+            }
         }
     }
 

@@ -1,8 +1,9 @@
 //! The operators and their arithmetic: the one place that defines what `sub` and `sqdiff`
 //! compute for each dtype (the arithmetic table in `docs/cli.md`).
 //!
-//! An operator's meaning is written once, as a [`Formula`] over three primitive [`Steps`]
-//! (subtract, multiply, round an intermediate to the element type). Each way of computing
+//! An operator's meaning is written once, as a [`Formula`] over four primitive [`Steps`]
+//! (subtract, multiply, round an intermediate to the element type, and round it by Direct3D's
+//! float16 conversion rule). Each way of computing
 //! implements the steps, not the operators: the element types' Rust arithmetic ([`Arith`]), the
 //! float16 kernels' float32 lanes, and the GPU kernels' WGSL text
 //! (`backend::wgpu::shader`). Adding an operator is one [`Op`] variant, its [`Formula`], its
@@ -63,12 +64,44 @@ impl Op {
         }
     }
 
-    /// What the operator computes; `round_difference` is `--half-precision`.
-    pub const fn formula(self, round_difference: bool) -> Formula {
-        match (self, round_difference) {
-            (Op::Sub, _) => Formula::Sub,
-            (Op::SqDiff, false) => Formula::SqDiff,
-            (Op::SqDiff, true) => Formula::SqDiffRounded,
+    /// What the operator computes under the float16 rule `rule`.
+    pub const fn formula(self, rule: Float16Rule) -> Formula {
+        match (self, rule) {
+            (Op::Sub, Float16Rule::Nearest | Float16Rule::PerStep) => Formula::Sub,
+            (Op::Sub, Float16Rule::D3d) => Formula::SubD3d,
+            (Op::SqDiff, Float16Rule::Nearest) => Formula::SqDiff,
+            (Op::SqDiff, Float16Rule::PerStep) => Formula::SqDiffRounded,
+            (Op::SqDiff, Float16Rule::D3d) => Formula::SqDiffD3d,
+        }
+    }
+}
+
+/// How a float16 result is rounded from the float32 arithmetic it is computed in
+/// (`--float16`; the arithmetic table in `docs/cli.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Float16Rule {
+    /// Rounded to nearest even once, at the end: the correctly rounded result (the default).
+    #[default]
+    Nearest,
+    /// `sqdiff`'s difference rounded to the element type before squaring, and the square again
+    /// (`--half-precision`): float16 and bfloat16.
+    PerStep,
+    /// Stored through Direct3D's float32 -> float16 conversion: toward zero, subnormals kept,
+    /// any value beyond 65504 in magnitude to infinity. float16 only: bfloat16 rounds as
+    /// [`Float16Rule::Nearest`] does.
+    D3d,
+}
+
+impl Float16Rule {
+    /// Every rule.
+    pub const ALL: [Float16Rule; 3] = [Float16Rule::Nearest, Float16Rule::PerStep, Float16Rule::D3d];
+
+    /// The CLI's spelling (`--float16 NAME`), which the report and job descriptions use too.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Float16Rule::Nearest => "nearest",
+            Float16Rule::PerStep => "per-step",
+            Float16Rule::D3d => "d3d",
         }
     }
 }
@@ -86,6 +119,12 @@ pub trait Steps {
     /// `v` rounded to the element type and widened back: float16's intermediate rounding, the
     /// identity for every type computed in its own width.
     fn round(&mut self, v: Self::V) -> Self::V;
+    /// `v` converted to float16 by Direct3D's rule and widened back: toward zero, subnormals
+    /// kept, any finite value beyond 65504 in magnitude to infinity, infinities kept, a NaN made
+    /// quiet with its sign and top payload bits (as the nearest conversion makes it). The
+    /// identity for every other type, bfloat16 included (it has no DirectML type, and rounds to
+    /// nearest at the end as ever). The final rounding then finds the value exact.
+    fn round_d3d(&mut self, v: Self::V) -> Self::V;
 }
 
 /// One operator's formula: the single definition every kernel, CPU or GPU, is derived from.
@@ -98,11 +137,16 @@ pub enum Formula {
     SqDiff,
     /// `d = round(a - b); d * d`: float16 `sqdiff --half-precision`.
     SqDiffRounded,
+    /// `round_d3d(a - b)`: float16 `sub --float16 d3d`.
+    SubD3d,
+    /// `d = a - b; round_d3d(d * d)`: float16 `sqdiff --float16 d3d`.
+    SqDiffD3d,
 }
 
 impl Formula {
     /// Every formula.
-    pub const ALL: [Formula; 3] = [Formula::Sub, Formula::SqDiff, Formula::SqDiffRounded];
+    pub const ALL: [Formula; 5] =
+        [Formula::Sub, Formula::SqDiff, Formula::SqDiffRounded, Formula::SubD3d, Formula::SqDiffD3d];
 
     /// Applies the formula to `a` and `b` with `steps`. With a constant `self` (see
     /// [`with_formula!`](crate::with_formula!)) and inlined steps, this compiles to the bare arithmetic.
@@ -118,6 +162,15 @@ impl Formula {
                 let d = steps.sub(a, b);
                 let d = steps.round(d);
                 steps.mul(d.clone(), d)
+            }
+            Formula::SubD3d => {
+                let d = steps.sub(a, b);
+                steps.round_d3d(d)
+            }
+            Formula::SqDiffD3d => {
+                let d = steps.sub(a, b);
+                let s = steps.mul(d.clone(), d);
+                steps.round_d3d(s)
             }
         }
     }
@@ -162,22 +215,36 @@ macro_rules! with_formula {
                 const $F: $crate::op::Formula = $crate::op::Formula::SqDiffRounded;
                 $body
             }
+            $crate::op::Formula::SubD3d => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SubD3d;
+                $body
+            }
+            $crate::op::Formula::SqDiffD3d => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiffD3d;
+                $body
+            }
         }
     };
 }
 
-/// What a kernel computes: the operator and the float16 intermediate-rounding mode.
+/// What a kernel computes: the operator and the float16 rounding rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Semantics {
     pub op: Op,
-    /// float16 only: round `a - b` to float16 before squaring (`--half-precision`).
-    pub half_precision: bool,
+    /// How float16 (and, for [`Float16Rule::PerStep`], bfloat16) results are rounded
+    /// (`--float16`, `--half-precision`); no other dtype depends on it.
+    pub float16: Float16Rule,
 }
 
 impl Semantics {
+    /// `op` with the default float16 rule, [`Float16Rule::Nearest`].
+    pub const fn nearest(op: Op) -> Semantics {
+        Semantics { op, float16: Float16Rule::Nearest }
+    }
+
     /// The formula a kernel applies.
     pub fn formula(self) -> Formula {
-        self.op.formula(self.half_precision)
+        self.op.formula(self.float16)
     }
 
     /// Applies the operator to one pair of elements: the scalar reference every kernel matches.

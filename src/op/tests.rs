@@ -1,5 +1,6 @@
-//! The arithmetic against independent references: every float16 input bit for bit, every kernel
-//! against the scalar reference, integer wrapping and IEEE corner cases.
+//! The arithmetic against independent references: every float16 input bit for bit under every
+//! float16 rule, every kernel against the scalar reference, integer wrapping and IEEE corner
+//! cases.
 
 use super::f16::f16_blocks;
 #[cfg(target_arch = "x86_64")]
@@ -8,23 +9,72 @@ use super::*;
 use crate::dtype::Element;
 use half::f16;
 
-const SUB: Semantics = Semantics { op: Op::Sub, half_precision: false };
-const SQ: Semantics = Semantics { op: Op::SqDiff, half_precision: false };
-const SQH: Semantics = Semantics { op: Op::SqDiff, half_precision: true };
+const SUB: Semantics = Semantics::nearest(Op::Sub);
+const SQ: Semantics = Semantics::nearest(Op::SqDiff);
+const SQH: Semantics = Semantics { op: Op::SqDiff, float16: Float16Rule::PerStep };
+const SUBH: Semantics = Semantics { op: Op::Sub, float16: Float16Rule::PerStep };
+const SUBD: Semantics = Semantics { op: Op::Sub, float16: Float16Rule::D3d };
+const SQD: Semantics = Semantics { op: Op::SqDiff, float16: Float16Rule::D3d };
+/// Every operator under every float16 rule.
+const ALL_SEMS: [Semantics; 6] = [SUB, SQ, SUBH, SQH, SUBD, SQD];
 
 /// The float16 reference computed with `half`'s software conversions only (`*_const`), so
-/// that it does not depend on the CPU features `half` detects for `to_f32`/`from_f32`.
+/// that it does not depend on the CPU features `half` detects for `to_f32`/`from_f32`; Direct3D's
+/// rule with [`d3d_reference`] on the float32 result, computed exactly in float64 and rounded
+/// to float32 once per step.
 fn soft_f16(sem: Semantics, a: f16, b: f16) -> f16 {
     let (x, y) = (a.to_f32_const(), b.to_f32_const());
-    let r = match (sem.op, sem.half_precision) {
-        (Op::Sub, _) => x - y,
-        (Op::SqDiff, false) => (x - y) * (x - y),
-        (Op::SqDiff, true) => {
+    match (sem.op, sem.float16) {
+        (Op::Sub, Float16Rule::Nearest | Float16Rule::PerStep) => f16::from_f32_const(x - y),
+        (Op::SqDiff, Float16Rule::Nearest) => f16::from_f32_const((x - y) * (x - y)),
+        (Op::SqDiff, Float16Rule::PerStep) => {
             let h = f16::from_f32_const(x - y).to_f32_const();
-            h * h
+            f16::from_f32_const(h * h)
         }
-    };
-    f16::from_f32_const(r)
+        (op, Float16Rule::D3d) => {
+            // float16 values differ by at most 2^17 in a 40-bit span: exact in float64, as is the
+            // square of a float32 (48 bits). `as f32` rounds to nearest even, overflow to infinity.
+            let d = (f64::from(x) - f64::from(y)) as f32;
+            let r = if op == Op::Sub { d } else { (f64::from(d) * f64::from(d)) as f32 };
+            f16::from_bits(d3d_reference(r))
+        }
+    }
+}
+
+/// The value of a finite float16 bit pattern, from its fields.
+fn f16_value(h: u16) -> f64 {
+    let (e, m) = (i32::from(h >> 10 & 0x1f), f64::from(h & 0x3ff));
+    let v = if e == 0 { m * 2f64.powi(-24) } else { (1024.0 + m) * 2f64.powi(e - 25) };
+    if h & 0x8000 != 0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Direct3D's float32 -> float16 conversion written from its definition: a NaN as `half`'s
+/// software conversion makes it; beyond 65504 in magnitude, infinity of the sign; else the float16
+/// of largest magnitude not above |x| (toward zero), found by searching every finite float16.
+fn d3d_reference(x: f32) -> u16 {
+    if x.is_nan() {
+        return f16::from_f32_const(x).to_bits();
+    }
+    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+    let a = f64::from(x).abs();
+    if a > 65504.0 {
+        return sign | 0x7c00;
+    }
+    // Non-negative finite float16 patterns grow with their value: the last one at or below `a`.
+    let (mut lo, mut hi) = (0u16, 0x7bff);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if f16_value(mid) <= a {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    sign | lo
 }
 
 /// Every float16 value as `a` or `b` against these: signed zeros, ±1, subnormals (smallest,
@@ -53,7 +103,7 @@ const F16_KERNELS: [(&str, F16Kernel); 2] =
 
 #[test]
 fn float16_scalar_reference_matches_software_conversions_bit_for_bit() {
-    for sem in [SUB, SQ, SQH] {
+    for sem in ALL_SEMS {
         for a in 0..=u16::MAX {
             for &b in &INTERESTING_F16 {
                 let (a, b) = (f16::from_bits(a), f16::from_bits(b));
@@ -72,7 +122,7 @@ fn float16_kernels_match_the_scalar_reference_bit_for_bit() {
     eprintln!("F16C kernel available: {}", f16_x86::available());
     let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
     for (name, kernel) in F16_KERNELS {
-        for sem in [SUB, SQ, SQH] {
+        for sem in ALL_SEMS {
             let mut got = vec![f16::ZERO; all.len()];
             for b in INTERESTING_F16.map(f16::from_bits) {
                 let bv = vec![b; all.len()];
@@ -106,7 +156,7 @@ fn float16_kernels_handle_every_tail_length_and_alignment() {
     let all: Vec<f16> = (0..=u16::MAX).map(|i| f16::from_bits(i.wrapping_mul(40503))).collect();
     let canary = f16::from_bits(0x7c3f);
     for (name, kernel) in F16_KERNELS {
-        for sem in [SUB, SQ, SQH] {
+        for sem in [SUB, SQ, SQH, SUBD, SQD] {
             for len in (0..38).chain([1001, 2500]) {
                 for off in 0..3 {
                     let a = &all[1000 + off..1000 + off + len];
@@ -184,6 +234,68 @@ fn float16_rounds_once_or_twice() {
 }
 
 #[test]
+fn d3d_conversion_matches_its_definition() {
+    use super::f16::f32_to_f16_d3d;
+    let check = |x: f32| {
+        let (got, want) = (f32_to_f16_d3d(x), d3d_reference(x));
+        assert_eq!(got, want, "{x:e} ({:#010x}): got {got:#06x}, want {want:#06x}", x.to_bits());
+        if x.is_nan() {
+            // The NaN the nearest conversion makes, hardware or software.
+            assert_eq!(got, f16::from_f32(x).to_bits(), "NaN {:#010x}", x.to_bits());
+        }
+    };
+    // Every float16 value and the float32 values either side of it (and of the midpoints above
+    // it), both signs: the truncation's edges, the subnormal range, 65504 and what lies beyond.
+    for h in 0..0x7c00u16 {
+        let v = f16::from_bits(h).to_f32();
+        let mid = (f64::from(v) + (f16_value(h + 1) - f16_value(h)) / 2.0) as f32;
+        for x in [v, mid] {
+            for bits in [x.to_bits().saturating_sub(1), x.to_bits(), x.to_bits() + 1] {
+                check(f32::from_bits(bits));
+                check(-f32::from_bits(bits));
+            }
+        }
+    }
+    // A spread over every float32 pattern, NaNs, infinities and float32 subnormals included.
+    for bits in (0..=u32::MAX).step_by(997).chain([0x7f80_0000, 0xff80_0000, 0x7f80_0001, 0xffc0_1234, 1]) {
+        check(f32::from_bits(bits));
+    }
+}
+
+#[test]
+fn d3d_truncates_and_overflows_as_directml_was_measured() {
+    let h = f16::from_bits;
+    // (a, b, sub --float16 d3d, sub to nearest)
+    let cases: [(u16, u16, u16, u16); 8] = [
+        (0x3c00, 0x0001, 0x3bff, 0x3c00), // 1 - 2^-24
+        (0x3c02, 0x1000, 0x3c01, 0x3c02), // (1 + 2^-9) - 2^-11: a tie, nearest even goes up
+        (0x7bff, 0xbc00, 0x7c00, 0x7bff), // 65504 - (-1): beyond 65504 is infinity
+        (0xfbff, 0x3c00, 0xfc00, 0xfbff), // -65504 - 1
+        (0x7bff, 0x0000, 0x7bff, 0x7bff), // 65504 itself stays
+        (0x0003, 0x0001, 0x0002, 0x0002), // subnormals, exact
+        (0x7c00, 0x3c00, 0x7c00, 0x7c00), // infinity stays
+        (0xbc00, 0x8001, 0xbbff, 0xbc00), // -1 + 2^-24: toward zero, so up
+    ];
+    for (a, b, d3d, nearest) in cases {
+        assert_eq!(SUBD.scalar(h(a), h(b)).to_bits(), d3d, "{a:#06x} - {b:#06x}");
+        assert_eq!(SUB.scalar(h(a), h(b)).to_bits(), nearest, "{a:#06x} - {b:#06x}");
+    }
+    // sqdiff: the square rounded to float32, then truncated. (1 + 23 * 2^-10)^2 is
+    // 1 + 46 * 2^-10 + 529 * 2^-20, over half a float16 ulp (2^-10) above 1 + 46 * 2^-10.
+    assert_eq!(SQD.scalar(h(0x3c17), h(0x0000)).to_bits(), 0x3c2e);
+    assert_eq!(SQ.scalar(h(0x3c17), h(0x0000)).to_bits(), 0x3c2f);
+    // 3 * 2^-13 squared is 2.25 * 2^-24: subnormal, truncated.
+    assert_eq!(SQD.scalar(h(0x0e00), h(0x0000)).to_bits(), 0x0002);
+    // 300^2 = 90000: beyond 65504.
+    assert_eq!(SQD.scalar(h(0x5cb0), h(0x0000)).to_bits(), 0x7c00);
+    // A NaN stays the NaN the nearest conversion makes.
+    assert_eq!(SUBD.scalar(h(0x7d01), h(0x3c00)).to_bits(), SUB.scalar(h(0x7d01), h(0x3c00)).to_bits());
+    // bfloat16 has no DirectML type: d3d is nearest for it.
+    let bf = half::bf16::from_bits;
+    assert_eq!(SUBD.scalar(bf(0x3f80), bf(0x0001)).to_bits(), SUB.scalar(bf(0x3f80), bf(0x0001)).to_bits());
+}
+
+#[test]
 fn half_precision_differs_from_default_somewhere() {
     let mut differ = 0;
     for bits in (0u16..0x7c00).step_by(7) {
@@ -200,7 +312,7 @@ fn half_precision_differs_from_default_somewhere() {
 fn check_slices<T: Arith>(vals: &[T]) {
     let n = vals.len();
     let rev: Vec<T> = vals.iter().rev().copied().collect();
-    for sem in [SUB, SQ, SQH] {
+    for sem in ALL_SEMS {
         let mut out = vec![vals[0]; n];
         sem.apply(&mut out, Operand::Slice(vals), Operand::Slice(&rev));
         for i in 0..n {
@@ -252,10 +364,11 @@ fn soft_bf16_bits(x: f32) -> u16 {
 fn soft_bf16(sem: Semantics, a: u16, b: u16) -> u16 {
     let w = |h: u16| f32::from_bits(u32::from(h) << 16);
     let (x, y) = (w(a), w(b));
-    let r = match (sem.op, sem.half_precision) {
+    // Direct3D's rule is float16's alone: bfloat16 rounds to nearest under it.
+    let r = match (sem.op, sem.float16) {
         (Op::Sub, _) => x - y,
-        (Op::SqDiff, false) => (x - y) * (x - y),
-        (Op::SqDiff, true) => {
+        (Op::SqDiff, Float16Rule::Nearest | Float16Rule::D3d) => (x - y) * (x - y),
+        (Op::SqDiff, Float16Rule::PerStep) => {
             let h = w(soft_bf16_bits(x - y));
             h * h
         }
@@ -272,7 +385,7 @@ fn bfloat16_matches_the_hand_rounded_reference_for_every_input() {
         0x0000, 0x8000, 0x3f80, 0xbf80, 0x0001, 0x8001, 0x007f, 0x0080, 0x0081, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0,
         0xffc1, 0x3f81, 0x3f7f, 0x4000, 0x5f80, 0x1f80, 0x3e4d, 0xc2f7,
     ];
-    for sem in [SUB, SQ, SQH] {
+    for sem in ALL_SEMS {
         for a in 0..=u16::MAX {
             for &b in &interesting {
                 for (x, y) in [(a, b), (b, a)] {

@@ -13,6 +13,7 @@ use crate::backend::{Engine, Job, Positional};
 use crate::config::Config;
 use crate::dxdispatch::export::Repro;
 use crate::npy::input::InputTensor;
+use crate::op::Float16Rule;
 pub use crate::outcome::Outcome;
 use crate::output::parts::{PartSpec, Stage};
 use crate::output::result::{ResultSink, ToOutput, ToPart};
@@ -100,7 +101,7 @@ fn stages(cfg: &Config, inputs: Vec<InputTensor>, trace: &mut Trace) -> Result<O
         Some(dir) => {
             let in_dir = || format!("DxDispatch repro {}", dir.display());
             let repro = Repro::prepare(dir).with_context(in_dir)?;
-            repro.write_job(cfg.sem.op, cfg.level, &plan, [a, b]).with_context(in_dir)?;
+            repro.write_job(cfg.sem, cfg.level, &plan, [a, b]).with_context(in_dir)?;
             Some(repro)
         }
         None => None,
@@ -235,7 +236,8 @@ fn join_part(cfg: &Config, plan: &Plan, inputs: [&InputTensor; 2], spec: PartSpe
     let description = serde_json::json!({
         "tensorop": env!("CARGO_PKG_VERSION"),
         "op": cfg.sem.op.name(),
-        "half_precision": cfg.sem.half_precision,
+        "half_precision": cfg.sem.float16 == Float16Rule::PerStep,
+        "float16_rule": cfg.sem.float16.name(),
         "broadcast": cfg.broadcast.name(),
         "dtype": plan.dtype.name(),
         "shape": plan.out_shape,

@@ -78,6 +78,7 @@ impl Trace {
             ),
             op: cfg.sem.op.name(),
             dml_operator: cfg.sem.op.dml_operator(),
+            float16_rule: cfg.sem.float16.name(),
             feature_level: cfg.level.to_string(),
             support_row: self.validation.as_ref().and_then(|v| v.support_row).map(|r| r.to_string()),
             minimum_feature_level: self.validation.as_ref().and_then(|v| v.minimum_level).map(|l| l.to_string()),

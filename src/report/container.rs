@@ -14,6 +14,8 @@ pub struct ContainerReport {
     pub head: super::Head,
     pub op: &'static str,
     pub dml_operator: &'static str,
+    /// `--float16` (`--half-precision` is `per-step`), spelt as the flag takes it.
+    pub float16_rule: &'static str,
     pub feature_level: String,
     pub inputs: [ContainerInput; 2],
     pub members: Vec<MemberEntry>,

@@ -53,6 +53,8 @@ pub struct Report {
     pub head: Head,
     pub op: &'static str,
     pub dml_operator: &'static str,
+    /// `--float16` (`--half-precision` is `per-step`), spelt as the flag takes it.
+    pub float16_rule: &'static str,
     pub feature_level: String,
     pub support_row: Option<String>,
     /// The oldest DirectML level at which these inputs pass every check; `None` when no level

@@ -794,11 +794,12 @@ impl Default for Dir {
 // ---------------------------------------------------------------------------------------------
 
 /// The report keys the contract calls stable.
-pub const REPORT_KEYS: [&str; 20] = [
+pub const REPORT_KEYS: [&str; 21] = [
     "schema_version",
     "tool",
     "op",
     "dml_operator",
+    "float16_rule",
     "feature_level",
     "support_row",
     "minimum_feature_level",

@@ -55,7 +55,13 @@ fn cases() -> Vec<Case> {
         }
         let o = || t(F32, &[2, 3]);
         v.push(case("B broadcast by zero strides", op, o(), strided(F32, &[2, 3], &[0, 1]), o()));
-        v.push(case("A and B broadcast by zero strides", op, strided(F32, &[2, 3], &[1, 0]), strided(F32, &[2, 3], &[0, 0]), o()));
+        v.push(case(
+            "A and B broadcast by zero strides",
+            op,
+            strided(F32, &[2, 3], &[1, 0]),
+            strided(F32, &[2, 3], &[0, 0]),
+            o(),
+        ));
         v.push(case("padded strides", op, strided(F32, &[2, 3], &[8, 2]), strided(F32, &[2, 3], &[3, 1]), o()));
         v.push(case("overlapping input strides", op, strided(F32, &[2, 3], &[1, 1]), o(), o()));
         v.push(case("sizes that disagree", op, o(), t(F32, &[3, 2]), o()));
@@ -182,5 +188,11 @@ fn tensorops_checks_agree_with_directmls_validation() {
             disagree.push(line);
         }
     }
-    assert!(disagree.is_empty(), "{} of {} cases disagree at {top}:\n{}", disagree.len(), all.len(), disagree.join("\n"));
+    assert!(
+        disagree.is_empty(),
+        "{} of {} cases disagree at {top}:\n{}",
+        disagree.len(),
+        all.len(),
+        disagree.join("\n")
+    );
 }

@@ -61,6 +61,16 @@ pub(super) struct Shapes {
     pub op: Op,
     /// The inputs' element strides (the descriptors' own).
     pub strides: [Vec<u64>; 2],
+    /// `--float16 per-step` (`--half-precision`): compiled with
+    /// `DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION`, DirectML's own name for it.
+    pub half_precision: bool,
+}
+
+fn flags(shapes: &Shapes) -> DML_EXECUTION_FLAGS {
+    match shapes.half_precision {
+        true => DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION,
+        false => DML_EXECUTION_FLAG_NONE,
+    }
 }
 
 /// An operator compiled and initialised for one chunk shape, with its descriptor heap and
@@ -191,9 +201,7 @@ impl Compiled {
         // SAFETY: COM calls on live objects; every resource bound outlives the execution below.
         unsafe {
             let mut compiled: Option<IDMLCompiledOperator> = None;
-            dev.dml
-                .CompileOperator(&op, DML_EXECUTION_FLAG_NONE, &mut compiled)
-                .context("IDMLDevice::CompileOperator failed")?;
+            dev.dml.CompileOperator(&op, flags(shapes), &mut compiled).context("IDMLDevice::CompileOperator failed")?;
             let op = compiled.ok_or_else(|| anyhow!("CompileOperator returned nothing"))?;
             let init: IDMLOperatorInitializer = dev
                 .dml

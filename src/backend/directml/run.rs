@@ -26,7 +26,12 @@ fn layout(job: &Job, settings: &Settings) -> Result<(Vec<u64>, Shapes)> {
         .ok_or_else(|| anyhow!("{} is not in DirectML feature level {}", job.sem.op.dml_operator(), settings.level))?;
     let d = descriptors(job.sem.op, row, job.dtype, job.shape, &strides);
     let s = |t: &crate::spec::dml::TensorDesc| t.strides.clone().unwrap_or_default();
-    let shapes = Shapes { dtype: job.dtype, op: job.sem.op, strides: [s(&d.tensors.a), s(&d.tensors.b)] };
+    let shapes = Shapes {
+        dtype: job.dtype,
+        op: job.sem.op,
+        strides: [s(&d.tensors.a), s(&d.tensors.b)],
+        half_precision: job.sem.float16 == crate::op::Float16Rule::PerStep,
+    };
     Ok((d.tensors.output.sizes, shapes))
 }
 

@@ -112,17 +112,11 @@ impl Verified {
 /// Every float16 rule, with the job's semantics in that rule.
 fn other_rules(job: &Job<'_>) -> impl Iterator<Item = (&'static str, crate::op::Semantics)> {
     let op = job.sem.op;
-    [("nearest", false), ("per-step", true)]
-        .into_iter()
-        .map(move |(name, half_precision)| (name, crate::op::Semantics { op, half_precision }))
+    crate::op::Float16Rule::ALL.into_iter().map(move |float16| (float16.name(), crate::op::Semantics { op, float16 }))
 }
 
 fn rule_name(sem: crate::op::Semantics) -> &'static str {
-    if sem.half_precision {
-        "per-step"
-    } else {
-        "nearest"
-    }
+    sem.float16.name()
 }
 
 /// The CPU backend's result for output elements `range` of `job` in `sem`, in `out`.

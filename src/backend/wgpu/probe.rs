@@ -12,7 +12,7 @@ impl Gpu {
     /// Runs the float32 `sub` kernel on two subnormals (3 - 1 in units of the smallest one); a
     /// device that flushes returns zero instead of 2.
     pub(super) fn probe_subnormals(&self) -> Result<bool> {
-        let sem = Semantics { op: Op::Sub, half_precision: false };
+        let sem = Semantics::nearest(Op::Sub);
         let a = self.resident_buffer(&3u32.to_le_bytes());
         let b = self.resident_buffer(&1u32.to_le_bytes());
         // The device's own float32 arithmetic, whatever this probe decides.

@@ -8,11 +8,11 @@
 //!   element per word) or `words64.wgsl` (a 64-bit element as two u32 words), both with the
 //!   per-element entry point `element.wgsl`; or `packed.wgsl` (8- and 16-bit elements packed
 //!   four or two to a u32 word, since WGSL has no 8- or 16-bit integers);
-//! - **arithmetic**, in the arithmetic type `Wide` (an alias in the prelude): `widen`, `narrow`
-//!   and `step_round` (`identity.wgsl` where `Wide` is the element type; `float32_bits.wgsl`;
-//!   `float16.wgsl` with the device's `f16`, or `float16_packed.wgsl` without it, both rounding
-//!   to nearest even with the integer conversions of `float16_bits.wgsl` where the device's own
-//!   might not; `bfloat16.wgsl`, or `bfloat16_exact.wgsl` over `float32_exact.wgsl`'s steps, with
+//! - **arithmetic**, in the arithmetic type `Wide` (an alias in the prelude): `widen`, `narrow`,
+//!   `step_round` and `step_round_d3d` (`identity.wgsl` where `Wide` is the element type;
+//!   `float32_bits.wgsl`; `float16.wgsl` with the device's `f16`, or `float16_packed.wgsl`
+//!   without it, both rounding to nearest even, or by Direct3D's rule, with the integer
+//!   conversions of `float16_bits.wgsl` where the device's own might not; `bfloat16.wgsl`, or `bfloat16_exact.wgsl` over `float32_exact.wgsl`'s steps, with
 //!   `bfloat16_bits.wgsl`'s conversions), and the steps `step_sub` and `step_mul` of [`crate::op::Steps`]
 //!   (`native_steps.wgsl` with WGSL's operators; `int64_words.wgsl` on `vec2<u32>` words for
 //!   devices without 64-bit integers; `float64_words.wgsl`, IEEE binary64 on `vec2<u32>` words
@@ -347,6 +347,9 @@ impl Steps for WgslSteps {
     fn round(&mut self, v: String) -> String {
         self.bind(format!("step_round({v})"))
     }
+    fn round_d3d(&mut self, v: String) -> String {
+        self.bind(format!("step_round_d3d({v})"))
+    }
 }
 
 /// `fn op(a: Elem, b: Elem) -> Elem`: the formula on the widened elements, narrowed.
@@ -364,7 +367,7 @@ pub(super) const F16_PROBE: Part = wgsl!("probe_f16.wgsl");
 mod tests {
     use super::{op_function, source, Native, Params, F16_PROBE};
     use crate::dtype::DType;
-    use crate::op::{Formula, Op, Semantics};
+    use crate::op::{Float16Rule, Formula, Op, Semantics};
 
     fn validate(src: &str, what: &str) {
         let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
@@ -383,10 +386,10 @@ mod tests {
         let model = Native { flush_model: true, ..none };
         for d in DType::ALL {
             for op in Op::ALL {
-                for half_precision in [false, true] {
-                    let sem = Semantics { op, half_precision };
+                for float16 in Float16Rule::ALL {
+                    let sem = Semantics { op, float16 };
                     for native in [none, all, model] {
-                        validate(&source(d, sem, native), &format!("{d} {op:?} {native:?}"));
+                        validate(&source(d, sem, native), &format!("{d} {op:?} {float16:?} {native:?}"));
                     }
                 }
             }
@@ -397,7 +400,7 @@ mod tests {
     /// `Params` in WGSL, read back by naga: each member's name, byte offset and size, as the
     /// device sees them under WGSL's uniform layout rules.
     fn wgsl_params() -> Vec<(String, u32, u32)> {
-        let src = source(DType::F32, Semantics { op: Op::Sub, half_precision: false }, Native::default());
+        let src = source(DType::F32, Semantics::nearest(Op::Sub), Native::default());
         let module = naga::front::wgsl::parse_str(&src).expect("valid WGSL");
         let mut layouter = naga::proc::Layouter::default();
         layouter.update(module.to_ctx()).expect("layout");
@@ -442,5 +445,9 @@ mod tests {
         assert!(rounded.contains("return narrow(v2);"), "{rounded}");
         let sub = op_function(Formula::Sub);
         assert!(sub.contains("return narrow(v0);") && !sub.contains("step_mul"), "{sub}");
+        let d3d = op_function(Formula::SqDiffD3d);
+        assert!(d3d.contains("let v1 = step_mul(v0, v0);"), "{d3d}");
+        assert!(d3d.contains("let v2 = step_round_d3d(v1);"), "{d3d}");
+        assert!(d3d.contains("return narrow(v2);") && !d3d.contains("step_round("), "{d3d}");
     }
 }

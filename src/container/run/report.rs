@@ -128,6 +128,7 @@ pub(super) fn report(
         head: Head::new(status, status == RunStatus::Ok && totals.invalid == 0, error),
         op: cfg.sem.op.name(),
         dml_operator: cfg.sem.op.dml_operator(),
+        float16_rule: cfg.sem.float16.name(),
         feature_level: cfg.level.to_string(),
         inputs,
         members: entries,

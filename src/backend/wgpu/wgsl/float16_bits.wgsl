@@ -1,6 +1,7 @@
 // float16 <-> float32 with integer operations (float16 bits in the low 16 bits of a u32), rounded
-// to nearest even whatever the device's conversions do: the emulated float16 kernels' `widen` and
-// `narrow`, and every float16 kernel's `step_round` (a device may fold f32(f16(x)) into x).
+// to nearest even (or by Direct3D's rule) whatever the device's conversions do: the emulated
+// float16 kernels' `widen` and `narrow`, and every float16 kernel's `step_round` and
+// `step_round_d3d` (a device may fold f32(f16(x)) into x).
 
 // float16 bits -> float32, exactly (float16 subnormals are normal float32 values).
 fn f16_bits_to_f32(h: u32) -> f32 {
@@ -78,4 +79,50 @@ fn f32_to_f16_bits(f: f32) -> u32 {
 // and one did (an NVIDIA H100's Vulkan driver).
 fn step_round(x: f32) -> f32 {
     return f16_bits_to_f32(f32_to_f16_bits(x));
+}
+
+// float32 -> float16 bits by Direct3D's conversion rule (`--float16 d3d`), with integer
+// operations: toward zero, subnormals kept, any value beyond 65504 in magnitude (infinity
+// included) to infinity, a NaN as `f32_to_f16_bits` makes it.
+fn f32_to_f16_d3d_bits(f: f32) -> u32 {
+    let x = bitcast<u32>(f);
+    let s = (x >> 16u) & 0x8000u;
+    let ax = x & 0x7fffffffu;
+    // Equivalent: infinity (0x7f800000) becomes infinity through either branch.
+    // mutants-wgsl equivalent: `> -> >=`, `0x7f800000u -> 0x7f7fffffu`
+    // Equivalent: a float32 NaN that reaches here is one widened from float16 (its low 13 bits
+    // zero) or one the arithmetic made (quiet): 0x7f800001 never does.
+    // mutants-wgsl equivalent: `0x7f800000u -> 0x7f800001u`
+    if (ax > 0x7f800000u) {
+        return f32_to_f16_bits(f);
+    }
+    // Beyond 65504 (0x477fe000), the largest finite float16.
+    if (ax > 0x477fe000u) {
+        return s | 0x7c00u;
+    }
+    // Equivalent: 2^-14 (0x38800000), the bound between normal and subnormal results, becomes
+    // 0x0400 through either branch, and the float32 value just below it (0x387fffff) 0x03ff.
+    // mutants-wgsl equivalent: `>= -> >`, `0x38800000u -> 0x38800001u`
+    // mutants-wgsl equivalent: `0x38800000u -> 0x387fffffu`
+    if (ax >= 0x38800000u) {
+        return s | ((ax - 0x38000000u) >> 13u);
+    }
+    // Subnormal results: whole units of 2^-24, from biased float32 exponent 103 (2^-24) up.
+    let e = ax >> 23u;
+    // Equivalent: a float32 value of biased exponent 102 (below 2^-24) truncates to zero through
+    // the general branch too (its significand is shifted out).
+    // mutants-wgsl equivalent: `103u -> 102u`
+    if (e < 103u) {
+        return s;
+    }
+    // Equivalent: the significand's lowest bit: every subnormal result shifts out 14 bits or more.
+    // mutants-wgsl equivalent: `0x7fffffu -> 0x7ffffeu`, `0x800000u -> 0x800001u`
+    let m = (ax & 0x7fffffu) | 0x800000u;
+    return s | (m >> (126u - e));
+}
+
+// The conversion of `--float16 d3d` in every float16 kernel, before `narrow` (which then finds
+// the value exact), with integer operations as `step_round`.
+fn step_round_d3d(x: f32) -> f32 {
+    return f16_bits_to_f32(f32_to_f16_d3d_bits(x));
 }
