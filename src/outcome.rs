@@ -3,6 +3,7 @@
 //! (`docs/cli.md`, "Exit status"), how it is told on standard error, and how the report is
 //! delivered beside it.
 
+use crate::backend::directml::verify::Verified;
 use crate::output::{BrokenPipe, Destination, Sink};
 use crate::report::RunStatus;
 use anyhow::{Context, Result};
@@ -28,6 +29,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome of a run that completed with `--verify`'s verdict `v` (if any): success where
+    /// DirectML's output is the reference's, bit for bit; otherwise exit 4 and what differs.
+    pub fn verified(v: Option<&Verified>) -> Outcome {
+        match v {
+            Some(v) if !v.identical => Outcome::Differs(v.describe()),
+            _ => Outcome::Ok,
+        }
+    }
+
     /// The process's exit status for this outcome. (An interruption by a signal exits from the
     /// signal handler, with the status its system's tools use: `sys::on_interruption`.)
     pub fn exit_code(&self) -> u8 {

@@ -259,7 +259,7 @@ fn in_place_containers_and_models_with_several_dispatches() {
           "ATensor": { "DataType": "FLOAT32", "Sizes": [4] }, "BTensor": { "DataType": "FLOAT32", "Sizes": [4] },
           "OutputTensor": { "DataType": "FLOAT32", "Sizes": [4] } } },
         "square": { "type": "DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE", "desc": {
-          "ATensor": { "DataType": "FLOAT32", "Sizes": [4] }, "BTensor": { "DataType": "FLOAT32", "Sizes": [1], "Strides": [0] },
+          "ATensor": { "DataType": "FLOAT32", "Sizes": [4] }, "BTensor": { "DataType": "FLOAT32", "Sizes": [4], "Strides": [0] },
           "OutputTensor": { "DataType": "FLOAT32", "Sizes": [4] } } }
       },
       "commands": [

@@ -152,7 +152,7 @@ fn stages(
         return Ok(Outcome::Ok);
     }
     execute(cfg, inputs, members, trace)?;
-    Ok(crate::backend::directml::verify::Verified::outcome(trace.merging.verified.as_ref()))
+    Ok(Outcome::verified(trace.merging.verified.as_ref()))
 }
 
 /// Refuses, before any work (`--dry-run` included), a pair whose result cannot be written: one

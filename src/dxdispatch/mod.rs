@@ -150,7 +150,7 @@ fn run_model(
     done.written = std::mem::take(&mut runner.written);
     done.verified = runner.verified.take();
     result?;
-    Ok(Verified::outcome(done.verified.as_ref()))
+    Ok(Outcome::verified(done.verified.as_ref()))
 }
 
 /// The failed checks of every dispatch, one per line, and the level the whole model needs;

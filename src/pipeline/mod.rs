@@ -8,7 +8,6 @@
 
 mod trace;
 
-use crate::backend::directml::verify::Verified;
 use crate::backend::{Engine, Job, Positional};
 use crate::config::Config;
 use crate::dxdispatch::export::Repro;
@@ -109,7 +108,7 @@ fn stages(cfg: &Config, inputs: Vec<InputTensor>, trace: &mut Trace) -> Result<O
     if !cfg.dry_run {
         execute(cfg, &plan, inputs, trace, repro)?;
     }
-    Ok(Verified::outcome(trace.verified.as_ref()))
+    Ok(Outcome::verified(trace.verified.as_ref()))
 }
 
 /// What the inputs turned out to be.

@@ -4,8 +4,8 @@
 //! must refuse (`docs/backends.md`, "What DirectML accepts"). Skipped where DirectML cannot
 //! start, unless `TENSOROP_REQUIRE_DIRECTML=1`.
 
+use super::create::{create, data_type};
 use super::device::Device;
-use super::operator::{create, data_type};
 use super::{Settings, DATA_TYPES};
 use crate::dtype::DType;
 use crate::op::Op;

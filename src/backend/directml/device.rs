@@ -407,7 +407,7 @@ pub(crate) fn list(settings: &Settings) -> Result<Vec<Listed>> {
 /// Whether DirectML creates `op` on one-element `dtype` tensors.
 fn creates(dml: &IDMLDevice, op: Op, dtype: DType) -> bool {
     let sizes = [1u32];
-    let Some(dt) = super::operator::data_type(dtype) else { return false };
+    let Some(dt) = super::create::data_type(dtype) else { return false };
     let t = DML_BUFFER_TENSOR_DESC {
         DataType: dt,
         Flags: DML_TENSOR_FLAG_NONE,
@@ -417,5 +417,5 @@ fn creates(dml: &IDMLDevice, op: Op, dtype: DType) -> bool {
         TotalTensorSizeInBytes: 8,
         GuaranteedBaseOffsetAlignment: 0,
     };
-    super::operator::create(dml, op, [&t, &t, &t]).is_ok()
+    super::create::create(dml, op, [&t, &t, &t]).is_ok()
 }

@@ -12,6 +12,8 @@
 mod agreement;
 pub mod chunks;
 #[cfg(windows)]
+mod create;
+#[cfg(windows)]
 mod device;
 #[cfg(windows)]
 mod operator;

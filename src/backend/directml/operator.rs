@@ -3,6 +3,7 @@
 //! size (`docs/backends.md`, "directml").
 
 use super::chunks::Chunk;
+use super::create::{create, data_type};
 use super::device::{Device, Queue};
 use crate::dtype::DType;
 use crate::op::Op;
@@ -15,45 +16,6 @@ use windows::core::Interface;
 use windows::Win32::Graphics::Direct3D12::*;
 use windows::Win32::Graphics::Dxgi::Common::{DXGI_FORMAT_UNKNOWN, DXGI_SAMPLE_DESC};
 use windows::Win32::AI::MachineLearning::DirectML::*;
-
-/// DirectML's type for `dtype`; `None` for bfloat16, which DirectML lacks.
-pub(super) fn data_type(dtype: DType) -> Option<DML_TENSOR_DATA_TYPE> {
-    Some(match dtype {
-        DType::F32 => DML_TENSOR_DATA_TYPE_FLOAT32,
-        DType::F16 => DML_TENSOR_DATA_TYPE_FLOAT16,
-        DType::F64 => DML_TENSOR_DATA_TYPE_FLOAT64,
-        DType::I8 => DML_TENSOR_DATA_TYPE_INT8,
-        DType::I16 => DML_TENSOR_DATA_TYPE_INT16,
-        DType::I32 => DML_TENSOR_DATA_TYPE_INT32,
-        DType::I64 => DML_TENSOR_DATA_TYPE_INT64,
-        DType::U8 => DML_TENSOR_DATA_TYPE_UINT8,
-        DType::U16 => DML_TENSOR_DATA_TYPE_UINT16,
-        DType::U32 => DML_TENSOR_DATA_TYPE_UINT32,
-        DType::U64 => DML_TENSOR_DATA_TYPE_UINT64,
-        DType::BF16 => return None,
-    })
-}
-
-/// `IDMLDevice::CreateOperator` for `op` on the buffer tensors A, B and the output.
-pub(super) fn create(dml: &IDMLDevice, op: Op, t: [&DML_BUFFER_TENSOR_DESC; 3]) -> windows::core::Result<IDMLOperator> {
-    let td = t.map(|b| DML_TENSOR_DESC { Type: DML_TENSOR_TYPE_BUFFER, Desc: b as *const _ as *const c_void });
-    let sub = DML_ELEMENT_WISE_SUBTRACT_OPERATOR_DESC { ATensor: &td[0], BTensor: &td[1], OutputTensor: &td[2] };
-    let sq =
-        DML_ELEMENT_WISE_DIFFERENCE_SQUARE_OPERATOR_DESC { ATensor: &td[0], BTensor: &td[1], OutputTensor: &td[2] };
-    let desc = match op {
-        Op::Sub => {
-            DML_OPERATOR_DESC { Type: DML_OPERATOR_ELEMENT_WISE_SUBTRACT, Desc: &sub as *const _ as *const c_void }
-        }
-        Op::SqDiff => DML_OPERATOR_DESC {
-            Type: DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE,
-            Desc: &sq as *const _ as *const c_void,
-        },
-    };
-    let mut out = None;
-    // SAFETY: every pointer in `desc` points into this frame and outlives the call.
-    unsafe { dml.CreateOperator(&desc, &mut out)? };
-    out.ok_or_else(|| windows::core::Error::from_hresult(windows::Win32::Foundation::E_POINTER))
-}
 
 /// A job's tensors as DirectML takes them: sizes and strides in 32 bits.
 pub(super) struct Shapes {
@@ -166,38 +128,44 @@ fn dispatchable<T: Interface>(x: &T) -> ManuallyDrop<Option<IDMLDispatchable>> {
     unsafe { std::mem::transmute_copy(x) }
 }
 
+/// `shapes.op` created over a chunk of `sizes`, and its tensors' `TotalTensorSizeInBytes`.
+fn operator(dev: &Device, shapes: &Shapes, sizes: &[u64]) -> Result<(IDMLOperator, [u64; 3])> {
+    let dt = data_type(shapes.dtype).ok_or_else(|| anyhow!("DirectML has no {} tensors", shapes.dtype.name()))?;
+    let es = shapes.dtype.size() as u64;
+    let sizes32 = u32s(sizes, "size")?;
+    let strides32 = [u32s(&shapes.strides[0], "stride")?, u32s(&shapes.strides[1], "stride")?];
+    let bytes = [
+        buffer_tensor_size(es, sizes, Some(&shapes.strides[0])),
+        buffer_tensor_size(es, sizes, Some(&shapes.strides[1])),
+        buffer_tensor_size(es, sizes, None),
+    ];
+    let desc = |i: usize| DML_BUFFER_TENSOR_DESC {
+        DataType: dt,
+        Flags: DML_TENSOR_FLAG_NONE,
+        DimensionCount: sizes32.len() as u32,
+        Sizes: sizes32.as_ptr(),
+        Strides: if i < 2 { strides32[i].as_ptr() } else { std::ptr::null() },
+        TotalTensorSizeInBytes: bytes[i],
+        GuaranteedBaseOffsetAlignment: 0,
+    };
+    let t = [desc(0), desc(1), desc(2)];
+    let op = create(&dev.dml, shapes.op, [&t[0], &t[1], &t[2]]).map_err(|e| {
+        anyhow!(
+            "DirectML refused to create {} on these tensors (IDMLDevice::CreateOperator: {e}): sizes {:?}, \
+                 strides {:?} and {:?}",
+            shapes.op.dml_operator(),
+            sizes,
+            shapes.strides[0],
+            shapes.strides[1]
+        )
+    })?;
+    Ok((op, bytes))
+}
+
 impl Compiled {
     /// Creates, compiles and initialises `shapes.op` over a chunk of `sizes`.
     fn new(dev: &Device, q: &mut Queue, shapes: &Shapes, sizes: &[u64]) -> Result<Compiled> {
-        let dt = data_type(shapes.dtype).ok_or_else(|| anyhow!("DirectML has no {} tensors", shapes.dtype.name()))?;
-        let es = shapes.dtype.size() as u64;
-        let sizes32 = u32s(sizes, "size")?;
-        let strides32 = [u32s(&shapes.strides[0], "stride")?, u32s(&shapes.strides[1], "stride")?];
-        let bytes = [
-            buffer_tensor_size(es, sizes, Some(&shapes.strides[0])),
-            buffer_tensor_size(es, sizes, Some(&shapes.strides[1])),
-            buffer_tensor_size(es, sizes, None),
-        ];
-        let desc = |i: usize| DML_BUFFER_TENSOR_DESC {
-            DataType: dt,
-            Flags: DML_TENSOR_FLAG_NONE,
-            DimensionCount: sizes32.len() as u32,
-            Sizes: sizes32.as_ptr(),
-            Strides: if i < 2 { strides32[i].as_ptr() } else { std::ptr::null() },
-            TotalTensorSizeInBytes: bytes[i],
-            GuaranteedBaseOffsetAlignment: 0,
-        };
-        let t = [desc(0), desc(1), desc(2)];
-        let op = create(&dev.dml, shapes.op, [&t[0], &t[1], &t[2]]).map_err(|e| {
-            anyhow!(
-                "DirectML refused to create {} on these tensors (IDMLDevice::CreateOperator: {e}): sizes {:?}, \
-                 strides {:?} and {:?}",
-                shapes.op.dml_operator(),
-                sizes,
-                shapes.strides[0],
-                shapes.strides[1]
-            )
-        })?;
+        let (op, bytes) = operator(dev, shapes, sizes)?;
         // SAFETY: COM calls on live objects; every resource bound outlives the execution below.
         unsafe {
             let mut compiled: Option<IDMLCompiledOperator> = None;

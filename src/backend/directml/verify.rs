@@ -60,16 +60,6 @@ impl Verified {
         Ok(())
     }
 
-    /// The outcome of a run with this verdict: success where DirectML's output is the
-    /// reference's, bit for bit; otherwise exit 4 and what differs.
-    pub fn outcome(v: Option<&Verified>) -> crate::outcome::Outcome {
-        use crate::outcome::Outcome;
-        match v {
-            Some(v) if !v.identical => Outcome::Differs(v.describe()),
-            _ => Outcome::Ok,
-        }
-    }
-
     /// One line on how DirectML's output differs from the reference.
     pub fn describe(&self) -> String {
         let t = &self.tally;
