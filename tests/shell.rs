@@ -68,7 +68,7 @@ COMP_WORDS=(tensorop sub a b --backend ""); COMP_CWORD=5; _tensorop tensorop "" 
     let got = run_tool("bash", &["-c", probe], d.root());
     assert!(got.contains("cmd: sqdiff\n"), "{got}");
     assert!(got.contains("level: 1_0 2_0 2_1 3_0 3_1 4_0 4_1 5_0 5_1 5_2 6_0 6_1 6_2 6_3 6_4 latest none\n"), "{got}");
-    assert!(got.contains("backend: cpu wgpu\n"), "{got}");
+    assert!(got.contains("backend: cpu wgpu directml\n"), "{got}");
 }
 
 #[test]
