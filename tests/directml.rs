@@ -375,3 +375,24 @@ fn usage_errors_come_before_any_work() {
     .stderr_mentions("TENSOROP_DIRECTML_DLL");
     assert!(!dir.path("o.npy").exists());
 }
+
+#[cfg(windows)]
+#[test]
+fn parts_and_stats_run_on_directml_as_on_the_cpu() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..60).map(|i| (i as f32 * 0.71).sin()).collect();
+    dir.write("a.npy", &npy(&[3, 4, 5], &a));
+    dir.write("b.npy", &npy(&[4, 1], &[0.5f32, -1.5, 2.25, 1e-39]));
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "want.npy", "--stats", "--report", "cpu.json"]).ok();
+    let chunks = [("TENSOROP_DIRECTML_CHUNK_BYTES", "24")];
+    for k in ["2/3", "1/3", "3/3"] {
+        dir.run_env(&["sqdiff", "a.npy", "b.npy", "-o", "p.npy", "--part", k, "--backend", "directml", "--verify"], &chunks).ok();
+    }
+    assert_eq!(fs::read(dir.path("p.npy")).expect("parts"), fs::read(dir.path("want.npy")).expect("want"));
+    let out = dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "s.npy", "--stats", "--backend", "directml", "--report", "-"]);
+    let cpu: Value = serde_json::from_slice(&fs::read(dir.path("cpu.json")).expect("cpu report")).expect("json");
+    assert_eq!(out.ok().stdout_json()["stats"], cpu["stats"], "--stats of DirectML's bytes equal the CPU's");
+}
