@@ -389,10 +389,15 @@ fn parts_and_stats_run_on_directml_as_on_the_cpu() {
     dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "want.npy", "--stats", "--report", "cpu.json"]).ok();
     let chunks = [("TENSOROP_DIRECTML_CHUNK_BYTES", "24")];
     for k in ["2/3", "1/3", "3/3"] {
-        dir.run_env(&["sqdiff", "a.npy", "b.npy", "-o", "p.npy", "--part", k, "--backend", "directml", "--verify"], &chunks).ok();
+        dir.run_env(
+            &["sqdiff", "a.npy", "b.npy", "-o", "p.npy", "--part", k, "--backend", "directml", "--verify"],
+            &chunks,
+        )
+        .ok();
     }
     assert_eq!(fs::read(dir.path("p.npy")).expect("parts"), fs::read(dir.path("want.npy")).expect("want"));
-    let out = dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "s.npy", "--stats", "--backend", "directml", "--report", "-"]);
+    let out =
+        dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "s.npy", "--stats", "--backend", "directml", "--report", "-"]);
     let cpu: Value = serde_json::from_slice(&fs::read(dir.path("cpu.json")).expect("cpu report")).expect("json");
     assert_eq!(out.ok().stdout_json()["stats"], cpu["stats"], "--stats of DirectML's bytes equal the CPU's");
 }
