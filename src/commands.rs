@@ -234,10 +234,11 @@ pub fn devices(
     out: &mut dyn Write,
 ) -> Result<()> {
     let directml = cfg!(windows).then(|| directml_entries(env));
+    // Where DirectML opens on an adapter, wgpu's finding none is no error.
+    let usable = |d: &Vec<serde_json::Value>| d.iter().any(|e| e["max_feature_level"].is_string());
     let adapters = match (crate::backend::wgpu::list_adapters(tuning), &directml) {
         (Ok(a), _) => a,
-        // Where DirectML lists adapters, wgpu's finding none is no error.
-        (Err(_), Some(d)) if !d.is_empty() => vec![],
+        (Err(_), Some(d)) if usable(d) => vec![],
         (Err(e), _) => return Err(e),
     };
     if args.json {

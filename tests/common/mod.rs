@@ -686,11 +686,13 @@ pub fn python_modules_available(modules: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether a GPU adapter is present (`tensorop devices` succeeds); a missing one skips `test`,
-/// or fails it when TENSOROP_REQUIRE_GPU=1.
+/// Whether a wgpu adapter is present (`tensorop devices` lists one besides any DirectML
+/// adapter); a missing one skips `test`, or fails it when TENSOROP_REQUIRE_GPU=1.
 pub fn gpu_available(test: &str) -> bool {
-    let out = Dir::new().run(&["devices"]);
-    out.code == Some(0) || skip(test, "TENSOROP_REQUIRE_GPU", &format!("no GPU adapter ({})", out.stderr.trim()))
+    let out = Dir::new().run(&["devices", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let wgpu = list.as_array().is_some_and(|l| l.iter().any(|d| d["api"] != "DirectML"));
+    wgpu || skip(test, "TENSOROP_REQUIRE_GPU", &format!("no GPU adapter ({})", out.stderr.trim()))
 }
 
 /// Whether the process `pid` holds an output file open in `dir`: an unnamed one (its `/proc`
