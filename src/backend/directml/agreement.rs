@@ -6,7 +6,7 @@
 
 use super::create::{create, data_type};
 use super::device::Device;
-use super::{Settings, DATA_TYPES};
+use super::Settings;
 use crate::dtype::DType;
 use crate::op::Op;
 use crate::spec::checks::{validate_dispatch, Bound, Desc, Dispatch, Status};
@@ -46,7 +46,7 @@ fn cases() -> Vec<Case> {
     use DType::*;
     let mut v = Vec::new();
     for op in Op::ALL {
-        for &d in DATA_TYPES.iter() {
+        for d in DType::ALL {
             v.push(case(format!("{} {}", op.name(), d.name()), op, t(d, &[2, 3]), t(d, &[2, 3]), t(d, &[2, 3])));
         }
         for rank in 0..=9usize {

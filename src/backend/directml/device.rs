@@ -1,7 +1,7 @@
 //! Windows: `DirectML.dll`, `d3d12.dll` and `dxgi.dll` loaded at run time, the adapter, and the
 //! Direct3D 12 and DirectML devices (`docs/backends.md`, "directml").
 
-use super::{DeviceReport, Settings, DATA_TYPES};
+use super::{DeviceReport, Settings};
 use crate::dtype::DType;
 use crate::op::Op;
 use crate::spec::level::FeatureLevel;
@@ -394,7 +394,7 @@ pub(crate) fn list(settings: &Settings) -> Result<Vec<Listed>> {
             Ok((dml, top)) => {
                 l.max_feature_level = Some(top.to_string());
                 for (op, list) in [(Op::Sub, &mut l.sub), (Op::SqDiff, &mut l.sqdiff)] {
-                    *list = DATA_TYPES.iter().filter(|&&t| creates(&dml, op, t)).map(|t| t.name()).collect();
+                    *list = DType::ALL.into_iter().filter(|&t| creates(&dml, op, t)).map(|t| t.name()).collect();
                 }
             }
             Err(e) => l.error = Some(format!("{e:#}")),

@@ -20,7 +20,6 @@ mod operator;
 pub mod verify;
 
 use super::{Job, Ran};
-use crate::dtype::DType;
 use crate::spec::level::FeatureLevel;
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -35,21 +34,6 @@ pub const ADAPTER_ENV: &str = "TENSOROP_DIRECTML_ADAPTER";
 pub const CHUNK_ENV: &str = "TENSOROP_DIRECTML_CHUNK_BYTES";
 /// Largest output chunk per dispatch by default: bounds host and staging memory.
 const MAX_CHUNK_BYTES: u64 = 16 << 20;
-
-/// The data types DirectML has, in `tensorop devices`' order.
-pub const DATA_TYPES: [DType; 11] = [
-    DType::F32,
-    DType::F16,
-    DType::F64,
-    DType::I64,
-    DType::I32,
-    DType::I16,
-    DType::I8,
-    DType::U64,
-    DType::U32,
-    DType::U16,
-    DType::U8,
-];
 
 /// How the directml backend is set up: the level (`--feature-level`, the minimum
 /// `DMLCreateDevice1` is asked for), the DLL, the adapter, the chunk size and `--verify`.
