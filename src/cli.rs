@@ -136,8 +136,10 @@ pub struct OpArgs {
           hide_possible_values = true)]
     pub feature_level: LevelChoice,
     /// Broadcasting rule: NumPy's multidirectional broadcasting, or identical shapes only
-    #[arg(long, value_enum, default_value_t = BroadcastArg::Numpy)]
-    pub broadcast: BroadcastArg,
+    /// [default: numpy; between two containers' members: none, a changed shape being a
+    /// difference]
+    #[arg(long, value_enum, value_name = "RULE")]
+    pub broadcast: Option<BroadcastArg>,
     /// Where the arithmetic runs
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     pub backend: BackendArg,

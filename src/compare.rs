@@ -2,13 +2,12 @@
 //! (`--atol` and `--rtol` as NumPy's `isclose`, `--ulps`), and when not, how far apart
 //! (`docs/dxdispatch.md`, "Compare"): the count of differing elements and of those outside the
 //! tolerances, the largest absolute difference (exactly), the largest distance in units in the
-//! last place (floats), and the first differences with their indices. Two containers (`.npz`,
-//! `.safetensors`) are compared member by member, paired by name as runs pair them. Both sides
+//! last place, and the first differences with their indices, all counted by the comparison core
+//! (`verdict`). Two containers (`.npz`, `.safetensors`) are compared member by member, paired by
+//! name as runs pair them; a member whose shape changed is a difference. Both sides
 //! stream in chunks, in C order (a Fortran-order file is read through a C-order copy), so memory
 //! stays bounded. `sub --stats` answers a different question (the distribution of `a - b`): it
 //! has no bit equality, no ulps and no positions.
-
-mod elements;
 
 use crate::cli::CompareArgs;
 use crate::container::pairs::{self, Side};
@@ -18,9 +17,9 @@ use crate::npy::fortran;
 use crate::npy::header::FileDType;
 use crate::npy::input::{InputTensor, Source};
 use crate::report::summary::{counted, float_text};
+use crate::verdict::element::Tolerance;
+use crate::verdict::Tally;
 use anyhow::{bail, Context, Result};
-pub use elements::Tolerance;
-use elements::{abs_diff, exact, ulp_distance, value, Diff};
 use serde::Serialize;
 use std::io::Write;
 
@@ -29,19 +28,6 @@ pub const DIFFER: u8 = 4;
 
 /// Exit status when two containers' members do not pair up, as for runs.
 pub const UNPAIRED: u8 = 5;
-
-/// How many differences are listed.
-const FIRST: usize = 10;
-
-/// One differing element.
-#[derive(Debug, Serialize)]
-struct Difference {
-    index: Vec<u64>,
-    a: String,
-    b: String,
-    /// Units in the last place between them (floats, both finite or both infinite).
-    ulps: Option<u64>,
-}
 
 /// What `compare` found for one pair of tensors.
 #[derive(Debug, Serialize)]
@@ -52,35 +38,26 @@ struct Comparison {
     #[serde(skip_serializing_if = "Option::is_none")]
     member: Option<String>,
     dtype: &'static str,
+    /// A's shape, which indices refer to.
     shape: Vec<u64>,
-    elements: u64,
+    /// Both shapes: equal for two members compared element by element, up to dimensions of
+    /// size 1 for two `.npy` files.
+    shapes: [Vec<u64>; 2],
     identical: bool,
-    /// `bit_identical`, `within_tolerance` (some elements differ, all within a tolerance given)
-    /// or `different`.
+    /// `bit_identical`, `within_tolerance` (some elements differ, all within a tolerance given),
+    /// `different`, or `different_shape` (the shapes hold different elements: nothing compared).
     verdict: &'static str,
     /// The tolerances given (`null` when none: bit equality).
     tolerance: Option<Tolerance>,
-    differing: u64,
-    /// Differing elements outside every tolerance given (all of them when none is given).
-    outside_tolerance: u64,
-    /// Of the pairs that are numbers (not NaN) on both sides, every digit: integers, and the
-    /// exact decimal expansion of a float difference; `inf` for an infinite one.
-    max_abs_difference: Option<String>,
-    /// The same for text: [`Diff::text`].
-    #[serde(skip)]
-    max_abs_text: Option<String>,
-    max_abs_difference_at: Option<Vec<u64>>,
-    max_ulps: Option<u64>,
-    max_ulps_at: Option<Vec<u64>>,
-    /// Pairs where exactly one side is NaN, or both are NaN with different bits.
-    nan_mismatches: u64,
-    first_differences: Vec<Difference>,
+    /// The counts, extremes and first differences (`verdict::Tally`).
+    #[serde(flatten)]
+    tally: Tally,
 }
 
 impl Comparison {
     /// The exit status this comparison alone gives.
     fn code(&self) -> u8 {
-        if self.outside_tolerance == 0 {
+        if self.verdict == "bit_identical" || self.verdict == "within_tolerance" {
             0
         } else {
             DIFFER
@@ -98,7 +75,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write) -> Result<u8> {
     let open = |p: &str| Opened::open(&Source::parse(p)).with_context(|| p.to_string());
     match (open(&args.a)?, open(&args.b)?) {
         (Opened::Single(a), Opened::Single(b)) => {
-            let c = compare_pair([&args.a, &args.b], a, b, &tol)?;
+            let c = compare_pair([&args.a, &args.b], a, b, &tol, false)?;
             if args.json {
                 write_json(&c, out)?;
             } else {
@@ -136,7 +113,8 @@ struct Containers {
     members: Vec<Comparison>,
     only_in_a: Vec<String>,
     only_in_b: Vec<String>,
-    /// Member pairs that could not be compared (different dtypes or shapes, unreadable data).
+    /// Member pairs that could not be compared (different dtypes, unreadable data). Members whose
+    /// shapes differ are compared, with the verdict `different_shape`.
     errors: Vec<MemberError>,
 }
 
@@ -150,7 +128,7 @@ struct MemberError {
 /// be compared, else [`UNPAIRED`] when a member has no partner, else [`DIFFER`] when a pair
 /// differs beyond the tolerances, else 0. Every pair is compared in each case.
 fn compare_containers(args: &CompareArgs, [oa, ob]: [&Opened; 2], tol: &Tolerance, out: &mut dyn Write) -> Result<u8> {
-    let pairing = pairs::pair([oa, ob], &[])?;
+    let pairing = pairs::pair([oa, ob], &[], pairs::Shapes::Any)?;
     let (Opened::Many(a), Opened::Many(b)) = (oa, ob) else { bail!("internal error: not two containers") };
     let mut report = Containers {
         a: args.a.clone(),
@@ -196,7 +174,7 @@ fn compare_containers(args: &CompareArgs, [oa, ob]: [&Opened; 2], tol: &Toleranc
 fn compare_members([a, b]: [&Container; 2], [i, j]: [usize; 2], tol: &Tolerance) -> Result<Comparison> {
     let name = &a.members[i].name;
     let labels = [format!("{}[{name}]", a.label), format!("{}[{name}]", b.label)];
-    let mut c = compare_pair([&labels[0], &labels[1]], a.open_member(i)?, b.open_member(j)?, tol)?;
+    let mut c = compare_pair([&labels[0], &labels[1]], a.open_member(i)?, b.open_member(j)?, tol, true)?;
     c.member = Some(name.clone());
     Ok(c)
 }
@@ -224,6 +202,10 @@ fn human_containers(r: &Containers, out: &mut dyn Write) -> Result<()> {
         n(&|c| !c.identical && c.code() == 0),
         n(&|c| c.code() != 0),
     );
+    let reshaped = n(&|c| c.verdict == "different_shape");
+    if reshaped > 0 {
+        line += &format!(" ({reshaped} in shape)");
+    }
     let unpaired = r.only_in_a.len() + r.only_in_b.len();
     if unpaired > 0 {
         line += &format!("; {} without a partner", counted(unpaired as u64, "member"));
@@ -235,15 +217,23 @@ fn human_containers(r: &Containers, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Compares two tensors element by element; `la` and `lb` name them.
-fn compare_pair([la, lb]: [&str; 2], a: InputTensor, b: InputTensor, tol: &Tolerance) -> Result<Comparison> {
+/// Compares two tensors element by element; `la` and `lb` name them. Two `.npy` files hold the
+/// same elements when their shapes are equal up to dimensions of size 1 (`strict` false: a
+/// DirectML output padded to rank 4 against NumPy's); two members of containers when their
+/// shapes are equal (`strict`). Shapes that differ are a difference, not an error.
+fn compare_pair(
+    [la, lb]: [&str; 2],
+    a: InputTensor,
+    b: InputTensor,
+    tol: &Tolerance,
+    strict: bool,
+) -> Result<Comparison> {
     let c_order = |input: InputTensor, label: &str| -> Result<InputTensor> {
         if fortran::is_strided_fortran(&input) {
             return fortran::c_order_copy(&input).with_context(|| format!("{label}: cannot copy to C order"));
         }
         Ok(input)
     };
-    let (a, b) = (c_order(a, la)?, c_order(b, lb)?);
     let dtype = match (&a.header.dtype, &b.header.dtype) {
         (FileDType::Numeric(x), FileDType::Numeric(y)) if x == y => *x,
         (x, y) => {
@@ -251,141 +241,61 @@ fn compare_pair([la, lb]: [&str; 2], a: InputTensor, b: InputTensor, tol: &Toler
         }
     };
     let squeeze = |s: &[u64]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
-    if squeeze(&a.header.shape) != squeeze(&b.header.shape) {
-        bail!(
-            "{la} has shape {} and {lb} has shape {}: not the same elements",
-            crate::shape::fmt_shape(&a.header.shape),
-            crate::shape::fmt_shape(&b.header.shape)
-        );
-    }
+    let (sa, sb) = (&a.header.shape, &b.header.shape);
+    let same = if strict { sa == sb } else { squeeze(sa) == squeeze(sb) };
     let mut c = Comparison {
         a: la.to_string(),
         b: lb.to_string(),
         member: None,
         dtype: dtype.name(),
-        elements: a.header.elements,
-        shape: a.header.shape.clone(),
-        identical: true,
-        verdict: "bit_identical",
+        shape: sa.clone(),
+        shapes: [sa.clone(), sb.clone()],
+        identical: false,
+        verdict: "different_shape",
         tolerance: tol.given().then_some(*tol),
-        differing: 0,
-        outside_tolerance: 0,
-        max_abs_difference: None,
-        max_abs_text: None,
-        max_abs_difference_at: None,
-        max_ulps: None,
-        max_ulps_at: None,
-        nan_mismatches: 0,
-        first_differences: Vec::new(),
+        tally: Tally::new(dtype, sa, *tol),
     };
-    let max_abs = scan(&mut c, [&a, &b], dtype, tol)?;
-    c.verdict = match (c.identical, c.outside_tolerance) {
-        (true, _) => "bit_identical",
-        (false, 0) => "within_tolerance",
-        _ => "different",
-    };
-    if let Some(d) = max_abs {
-        c.max_abs_difference = Some(d.decimal());
-        c.max_abs_text = Some(d.text());
+    if !same {
+        return Ok(c);
     }
+    let (a, b) = (c_order(a, la)?, c_order(b, lb)?);
+    scan(&mut c.tally, [&a, &b], dtype)?;
+    c.identical = c.tally.identical();
+    c.verdict = c.tally.verdict();
     Ok(c)
 }
 
-/// The largest absolute difference so far: its float64 estimate (rounded once from the exact
-/// value, so it orders as the exact values do, but for ties) and its exact value.
-type Largest = Option<(f64, Diff)>;
-
-/// Streams both tensors in chunks, recording every difference in `c`; returns the largest
-/// absolute difference of the pairs that are numbers on both sides.
-fn scan(c: &mut Comparison, [a, b]: [&InputTensor; 2], dtype: DType, tol: &Tolerance) -> Result<Option<Diff>> {
-    let shape = c.shape.clone();
-    let unravel = |flat: u64| -> Vec<u64> {
-        let mut idx = vec![0u64; shape.len()];
-        let mut rest = flat;
-        for k in (0..shape.len()).rev() {
-            idx[k] = rest % shape[k].max(1);
-            rest /= shape[k].max(1);
-        }
-        idx
-    };
+/// Streams both tensors in chunks into `tally`.
+fn scan(tally: &mut Tally, [a, b]: [&InputTensor; 2], dtype: DType) -> Result<()> {
     let es = dtype.size();
     let chunk = 1usize << 16;
     let (mut ba, mut bb) = (vec![0u8; chunk * es], vec![0u8; chunk * es]);
-    let mut largest: Largest = None;
     let mut at = 0u64;
-    while at < c.elements {
-        let k = (c.elements - at).min(chunk as u64) as usize;
+    while at < tally.elements {
+        let k = (tally.elements - at).min(chunk as u64) as usize;
         a.read_le(at, &mut ba[..k * es])?;
         b.read_le(at, &mut bb[..k * es])?;
-        for (i, (x, y)) in ba[..k * es].chunks_exact(es).zip(bb[..k * es].chunks_exact(es)).enumerate() {
-            if x == y {
-                continue;
-            }
-            let flat = at + i as u64;
-            c.identical = false;
-            c.differing += 1;
-            if !tol.allows(dtype, x, y) {
-                c.outside_tolerance += 1;
-            }
-            let (vx, vy) = (value(dtype, x), value(dtype, y));
-            if vx.is_nan() || vy.is_nan() {
-                c.nan_mismatches += 1;
-            } else if outgrows(&mut largest, dtype, [x, y]) {
-                c.max_abs_difference_at = Some(unravel(flat));
-            }
-            let ulps = ulp_distance(dtype, x, y);
-            if let Some(u) = ulps {
-                if c.max_ulps.is_none_or(|m| u > m) {
-                    c.max_ulps = Some(u);
-                    c.max_ulps_at = Some(unravel(flat));
-                }
-            }
-            if c.first_differences.len() < FIRST {
-                c.first_differences.push(Difference {
-                    index: unravel(flat),
-                    a: exact(dtype, x),
-                    b: exact(dtype, y),
-                    ulps,
-                });
-            }
-        }
+        tally.add(at, &ba[..k * es], &bb[..k * es]);
         at += k as u64;
     }
-    Ok(largest.map(|(_, d)| d))
-}
-
-/// Whether the difference of `x` and `y` (not NaN) is larger than `largest`, which it then
-/// becomes. Floats are first compared by `|x - y|` in float64, rounded once from the exact
-/// difference, so it orders as the exact differences do but for ties: only a tie (or a new
-/// largest) needs the exact difference.
-fn outgrows(largest: &mut Largest, dtype: DType, [x, y]: [&[u8]; 2]) -> bool {
-    let int = (!dtype.is_float()).then(|| abs_diff(dtype, x, y));
-    let estimate = match &int {
-        Some(Diff::Int(d)) => *d as f64,
-        _ => (value(dtype, x) - value(dtype, y)).abs(),
-    };
-    let exact_diff = || int.clone().unwrap_or_else(|| abs_diff(dtype, x, y));
-    let larger = match largest {
-        None => true,
-        Some((m, _)) if estimate < *m => false,
-        Some((m, _)) if estimate > *m => true,
-        Some((_, m)) => exact_diff().cmp_exact(m).is_gt(),
-    };
-    if larger {
-        *largest = Some((estimate, exact_diff()));
-    }
-    larger
+    Ok(())
 }
 
 fn human(c: &Comparison, out: &mut dyn Write) -> Result<()> {
     let shape = crate::shape::fmt_shape(&c.shape);
-    let elements = counted(c.elements, "element");
+    let t = &c.tally;
+    let elements = counted(t.elements, "element");
+    if c.verdict == "different_shape" {
+        let [sa, sb] = c.shapes.clone().map(|s| crate::shape::fmt_shape(&s));
+        writeln!(out, "{} and {}: different shapes, {sa} and {sb} ({}): not compared", c.a, c.b, c.dtype)?;
+        return Ok(());
+    }
     if c.identical {
         writeln!(out, "{} and {}: bit-identical ({} {shape}, {elements})", c.a, c.b, c.dtype)?;
         return Ok(());
     }
-    let pct = 100.0 * c.differing as f64 / c.elements.max(1) as f64;
-    let verdict = match c.outside_tolerance {
+    let pct = 100.0 * t.differing as f64 / t.elements.max(1) as f64;
+    let verdict = match t.outside_tolerance {
         _ if c.tolerance.is_none() => String::new(),
         0 => format!("; all within tolerance ({})", tolerance_text(c)),
         n => format!("; {n} outside tolerance ({})", tolerance_text(c)),
@@ -393,20 +303,20 @@ fn human(c: &Comparison, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "{} and {}: {} of {elements} differ ({pct:.3}%), {} {shape}{verdict}",
-        c.a, c.b, c.differing, c.dtype
+        c.a, c.b, t.differing, c.dtype
     )?;
     let idx = |i: &Option<Vec<u64>>| i.as_ref().map(|v| crate::shape::fmt_shape(v)).unwrap_or_default();
-    if let Some(d) = &c.max_abs_text {
-        writeln!(out, "largest absolute difference: {d} at {}", idx(&c.max_abs_difference_at))?;
+    if let Some(d) = t.max_abs_text() {
+        writeln!(out, "largest absolute difference: {d} at {}", idx(&t.max_abs_difference_at))?;
     }
-    if let Some(u) = c.max_ulps {
-        writeln!(out, "largest distance: {u} ulp at {}", idx(&c.max_ulps_at))?;
+    if let Some(u) = t.max_ulps {
+        writeln!(out, "largest distance: {u} ulp at {}", idx(&t.max_ulps_at))?;
     }
-    if c.nan_mismatches > 0 {
-        writeln!(out, "NaN on one side only (or NaNs of different bits): {}", c.nan_mismatches)?;
+    if t.nan_mismatches > 0 {
+        writeln!(out, "NaN on one side only (or NaNs of different bits): {}", t.nan_mismatches)?;
     }
     writeln!(out, "first differences (index: {} vs {}):", c.a, c.b)?;
-    for d in &c.first_differences {
+    for d in &t.first_differences {
         let ulps = d.ulps.map(|u| format!(" ({u} ulp)")).unwrap_or_default();
         writeln!(out, "  {}: {} vs {}{ulps}", crate::shape::fmt_shape(&d.index), d.a, d.b)?;
     }

@@ -26,3 +26,4 @@ pub(crate) mod shell;
 pub(crate) mod spec;
 pub mod summary;
 pub(crate) mod sys;
+pub(crate) mod verdict;

@@ -121,7 +121,8 @@ fn integer_tolerances_apply_to_exact_differences() {
             "[0]: 1152921504606846979 vs 1152921504606846976",
         ],
     );
-    assert!(json["max_ulps"].is_null(), "{json}");
+    // Integers are their difference apart: the spacing of integers is 1.
+    assert_eq!(json["max_ulps"], 3, "{json}");
     compare(&dir, &["a.npy", "b.npy", "--atol", "3"], 0);
     compare(&dir, &["a.npy", "b.npy", "--atol", "2.99"], 4);
     compare(&dir, &["a.npy", "b.npy", "--ulps", "3"], 0);

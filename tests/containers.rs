@@ -444,6 +444,10 @@ fn same_bf16(what: &str, got: &[u16], want: &[u16]) {
     }
 }
 
+/// The pair of `bf16_pair` broadcasts its member `bcast` on purpose: two containers' members
+/// broadcast only when `--broadcast` says so.
+const BCAST: &str = "--broadcast=numpy";
+
 #[test]
 fn bfloat16_members_compute_at_level_none_with_float16s_arithmetic() {
     let dir = Dir::new();
@@ -454,7 +458,8 @@ fn bfloat16_members_compute_at_level_none_with_float16s_arithmetic() {
         (&["sqdiff", "--half-precision"][..], true, true),
     ] {
         let cmd =
-            [args, &["a.safetensors", "b.safetensors", "-f", "none", "-o", "c.safetensors", "--stats", "-q"]].concat();
+            [args, &["a.safetensors", "b.safetensors", "-f", "none", "-o", "c.safetensors", "--stats", "-q", BCAST]]
+                .concat();
         dir.run(&cmd).ok();
         let c = read_safetensors(&dir.read("c.safetensors"));
         assert_eq!(c["edges"].0, "BF16", "{args:?}");
@@ -464,7 +469,20 @@ fn bfloat16_members_compute_at_level_none_with_float16s_arithmetic() {
         same_bf16(&format!("{args:?} bcast"), &as_u16(&c["bcast"].2), &want);
     }
     // --stats over bfloat16 results: counts by class from the bits.
-    dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", NULL, "--stats", "--report", "r.json"]).ok();
+    dir.run(&[
+        "sub",
+        "a.safetensors",
+        "b.safetensors",
+        "-f",
+        "none",
+        "-o",
+        NULL,
+        "--stats",
+        "--report",
+        "r.json",
+        BCAST,
+    ])
+    .ok();
     let r = dir.report("r.json");
     let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| bf16_ref(false, false, x, y)).collect();
     let nan = want.iter().filter(|&&h| h & 0x7fff > 0x7f80).count() as u64;
@@ -488,6 +506,7 @@ fn bfloat16_is_refused_at_every_directml_level_and_in_npz_outputs() {
             "c.safetensors",
             "--report",
             "r.json",
+            BCAST,
         ]);
         out.expect_code(3).stderr_mentions("DirectML has no bfloat16").stderr_mentions("--feature-level none");
         assert!(!dir.exists("c.safetensors"), "{level}: nothing written");
@@ -503,7 +522,7 @@ fn bfloat16_is_refused_at_every_directml_level_and_in_npz_outputs() {
         assert!(failed.contains(&"datatype_supported"), "{level}: {failed:?}");
     }
     // .npy (and so .npz) has no bfloat16 type: refused before anything is written.
-    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", "c.npz"]);
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", "c.npz", BCAST]);
     out.expect_code(1).stderr_mentions("bfloat16").stderr_mentions(".safetensors");
     assert!(!dir.exists("c.npz"));
 }
@@ -516,7 +535,7 @@ fn bfloat16_on_wgpu_matches_the_cpu_bit_for_bit() {
     let dir = Dir::new();
     bf16_pair(&dir);
     for args in [&["sub"][..], &["sqdiff"], &["sqdiff", "--half-precision"]] {
-        let cmd = [args, &["a.safetensors", "b.safetensors", "-f", "none", "-o", "-", "-q"]].concat();
+        let cmd = [args, &["a.safetensors", "b.safetensors", "-f", "none", "-o", "-", "-q", BCAST]].concat();
         let cpu = dir.run(&cmd);
         cpu.ok();
         let cpu = read_safetensors(&cpu.stdout);
@@ -607,7 +626,7 @@ fn names_and_dtypes_the_output_cannot_hold_are_refused_before_any_work() {
     refused("anon.npz", &zip(&[Entry::stored(".npy", x)]), &["\".npy\"", "an empty name"]);
     // bfloat16 has no .npy type: refused under --dry-run too.
     bf16_pair(&dir);
-    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", "c2.npz", "--dry-run"]);
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-f", "none", "-o", "c2.npz", "--dry-run", BCAST]);
     out.expect_code(1).stderr_mentions("bfloat16");
     assert!(!dir.exists("c.safetensors") && !dir.exists("c2.npz"));
     // Sub-byte safetensors dtypes are refused by name when the file is opened.

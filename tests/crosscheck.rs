@@ -1,4 +1,5 @@
-//! Runs the NumPy cross-checks (`tests/crosscheck.py`; `tests/crosscheck_dxdispatch.py` for
+//! Runs the NumPy cross-checks (`tests/crosscheck.py`; `tests/crosscheck_compare.py` for the
+//! comparison core behind `compare` and `--verify`; `tests/crosscheck_dxdispatch.py` for
 //! `tensorop run`; `tests/crosscheck_containers.py` for `.npz` and `.safetensors` pairs, which
 //! also needs the `safetensors` Python package) and the fixture generator
 //! (`testdata/make_fixtures.py`). They need python3 with numpy; without them these tests print why
@@ -50,6 +51,15 @@ fn run_crosscheck(script: &str, args: &[&str]) {
 fn crosscheck_against_numpy() {
     if need_numpy("crosscheck_against_numpy") {
         run_crosscheck("crosscheck.py", &["--seed", "1", "--cases", "300"]);
+    }
+}
+
+/// The comparison core (`tensorop compare --json`) against NumPy and exact rationals: counts,
+/// tolerances, ULP distances, the largest difference and the first difference, every dtype.
+#[test]
+fn compare_crosscheck_against_numpy() {
+    if need_numpy("compare_crosscheck_against_numpy") {
+        run_crosscheck("crosscheck_compare.py", &["--seed", "5", "--cases", "150"]);
     }
 }
 

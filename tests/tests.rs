@@ -37,5 +37,6 @@ mod signals;
 mod stats;
 #[cfg(unix)]
 mod targets;
+mod verdicts;
 #[cfg(windows)]
 mod windows;

@@ -58,6 +58,11 @@ impl Choice {
     pub fn name(&self) -> &'static str {
         self.kind.name()
     }
+
+    /// `--verify`: the directml backend's output is compared with the CPU's reference.
+    pub fn verifies(&self) -> bool {
+        self.directml.as_ref().is_some_and(|s| s.verify)
+    }
 }
 
 /// The report's `backend.device`: what the GPU backends ran on.

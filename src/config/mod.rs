@@ -38,7 +38,11 @@ pub struct Config {
     pub inputs: [Source; 2],
     pub output: Destination,
     pub level: LevelChoice,
+    /// `--broadcast`, `numpy` when not given.
     pub broadcast: BroadcastMode,
+    /// Whether `--broadcast` was given: two containers' members broadcast only when it says so
+    /// (`container::run`).
+    pub broadcast_given: bool,
     /// The backend and its settings (wgpu's and directml's from the environment).
     pub backend: Choice,
     /// `None`: no report.
@@ -109,9 +113,10 @@ impl Config {
             output,
             level: args.feature_level,
             broadcast: match args.broadcast {
-                BroadcastArg::Numpy => BroadcastMode::Numpy,
-                BroadcastArg::None => BroadcastMode::None,
+                Some(BroadcastArg::Numpy) | None => BroadcastMode::Numpy,
+                Some(BroadcastArg::None) => BroadcastMode::None,
             },
+            broadcast_given: args.broadcast.is_some(),
             backend,
             report,
             dry_run: args.dry_run,

@@ -25,18 +25,38 @@ pub struct Pair {
 }
 
 /// The pairs to run, in the first container's order, and the (selected) members that have no
-/// partner.
+/// partner, or (with [`Shapes::Equal`]) a partner of another shape.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Pairing {
     pub pairs: Vec<Pair>,
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
+    /// Members of one name whose shapes differ: a changed tensor, not a pair to broadcast.
+    pub reshaped: Vec<Reshaped>,
+}
+
+/// A member whose shape differs between two containers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Reshaped {
+    pub name: String,
+    /// Its shape in A and in B.
+    pub shapes: [Vec<u64>; 2],
+}
+
+/// What pairs two containers' members of one name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shapes {
+    /// Any shapes (the checks decide whether they broadcast).
+    Any,
+    /// Equal shapes only: a member whose shape changed goes to [`Pairing::reshaped`].
+    Equal,
 }
 
 /// Pairs `inputs` (at least one a container) by member name, keeping the members `patterns`
-/// select (all when there are none). A pattern that selects nothing in either input is an error
-/// that lists some member names, since it is most likely a typo.
-pub fn pair(inputs: [&Opened; 2], patterns: &[String]) -> Result<Pairing> {
+/// select (all when there are none); two members of one name pair when `shapes` allows their
+/// shapes. A pattern that selects nothing in either input is an error that lists some member
+/// names, since it is most likely a typo.
+pub fn pair(inputs: [&Opened; 2], patterns: &[String], shapes: Shapes) -> Result<Pairing> {
     let selected = |name: &str| patterns.is_empty() || patterns.iter().any(|p| glob_match(p, name));
     let names = |o: &Opened| -> Option<Vec<String>> {
         match o {
@@ -61,8 +81,16 @@ pub fn pair(inputs: [&Opened; 2], patterns: &[String]) -> Result<Pairing> {
         (Some(a), Some(b)) => {
             let index_b: std::collections::HashMap<&str, usize> =
                 b.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+            let shape = |o: &Opened, k: usize| match o {
+                Opened::Many(c) => c.members[k].shape.clone(),
+                Opened::Single(x) => x.header.shape.clone(),
+            };
             for (i, name) in a.iter().enumerate().filter(|(_, n)| selected(n)) {
                 match index_b.get(name.as_str()) {
+                    Some(&j) if shapes == Shapes::Equal && shape(inputs[0], i) != shape(inputs[1], j) => {
+                        let shapes = [shape(inputs[0], i), shape(inputs[1], j)];
+                        out.reshaped.push(Reshaped { name: name.clone(), shapes });
+                    }
                     Some(&j) => out.pairs.push(Pair { name: name.clone(), sides: [Side::Member(i), Side::Member(j)] }),
                     None => out.only_in_a.push(name.clone()),
                 }

@@ -10,17 +10,19 @@ mod compute;
 mod digest;
 mod report;
 
-use super::pairs::{pair, Pair, Pairing, Side};
+use super::pairs::{pair, Pair, Pairing, Shapes, Side};
 use super::write::{ContainerWriter, OutFormat, OutMember};
 use super::{Format, Opened};
+use crate::backend::directml::verify::Verified;
 use crate::backend::Engine;
 use crate::config::Config;
 use crate::npy::header::FileDType;
 use crate::outcome::Outcome;
 use crate::output::{Destination, Sink, Staging};
 use crate::report::container::*;
+use crate::report::summary::counted;
 use crate::shape::view_strides;
-use crate::spec::checks::{validate, TensorSpec, Validation};
+use crate::spec::checks::{validate, BroadcastMode, TensorSpec, Validation};
 use crate::summary::Summary;
 use anyhow::{anyhow, bail, Context, Result};
 use report::Merging;
@@ -35,6 +37,9 @@ const FRAMING_PER_MEMBER: u64 = 512;
 struct MemberRun {
     pair: Pair,
     inputs: [MemberInput; 2],
+    /// How its shapes were checked: `--broadcast`, or between two containers' members `none`
+    /// unless `--broadcast` was given.
+    broadcast: BroadcastMode,
     validation: Validation,
     /// The output's dtype, once the pair passed its checks.
     dtype: Option<crate::dtype::DType>,
@@ -46,6 +51,16 @@ struct MemberRun {
     /// memory does not grow with the number of members).
     summary: Option<Summary>,
     written: bool,
+}
+
+impl MemberRun {
+    /// Two containers' members of one name whose shapes differ (broadcast by `--broadcast
+    /// numpy`): a changed tensor, counted as differing whatever its result. A `.npy` against a
+    /// container's members broadcasts by design and is not counted so.
+    fn shapes_differ(&self) -> bool {
+        let [a, b] = &self.inputs;
+        a.member.is_some() && b.member.is_some() && a.shape != b.shape
+    }
 }
 
 /// What the run got as far as, for the report (a trace, as a single pair's run keeps one).
@@ -78,10 +93,11 @@ pub fn run(
     let mut members = Vec::new();
     let mut pairing = Pairing::default();
     let outcome = Outcome::of(stages(cfg, inputs, &mut pairing, &mut members, &mut trace));
+    let outcome = settle_verdict(cfg, &members, &mut trace, outcome);
     // Only a run that computed every pair has a verdict to print (a reader that closed
     // standard output early ends the run with success, but not every pair was computed).
     if matches!(outcome, Outcome::Ok) && trace.execute.is_some() && !cfg.quiet {
-        report::print_summary(cfg, &members, &trace.merging.finish());
+        report::print_summary(cfg, &members, &pairing.reshaped, &trace.merging.finish());
     }
     let report = report::report(cfg, described, &pairing, members, trace, &outcome, start.elapsed());
     outcome.with_report(report_to, |sink| crate::report::write_json(&report, sink))
@@ -120,9 +136,10 @@ fn stages(
     }
     // The output's format first: a .npy output is refused before any work.
     let format = out_format(cfg, &inputs)?;
-    *pairing = pair([&inputs[0], &inputs[1]], &cfg.members)?;
+    let (shapes, broadcast) = member_broadcast(cfg, &inputs);
+    *pairing = pair([&inputs[0], &inputs[1]], &cfg.members, shapes)?;
     let t = Instant::now();
-    *members = pairing.pairs.iter().map(|p| check(cfg, &inputs, p)).collect();
+    *members = pairing.pairs.iter().map(|p| check(cfg, &inputs, p, broadcast)).collect();
     trace.validate = t.elapsed();
     note_unpaired(cfg, &inputs, pairing);
     let invalid: Vec<&MemberRun> = members.iter().filter(|m| !m.validation.valid()).collect();
@@ -136,11 +153,27 @@ fn stages(
         )));
     }
     let unpaired = pairing.only_in_a.len() + pairing.only_in_b.len();
-    if unpaired > 0 && !cfg.skip_unpaired {
+    let reshaped = pairing.reshaped.len();
+    if unpaired + reshaped > 0 && !cfg.skip_unpaired {
+        let mut what = Vec::new();
+        if unpaired > 0 {
+            what.push(format!(
+                "{} no partner in the other input",
+                counted(unpaired as u64, "member") + if unpaired == 1 { " has" } else { " have" }
+            ));
+        }
+        if reshaped > 0 {
+            what.push(format!(
+                "{} changed shape (a changed tensor is a difference, not a broadcast: --broadcast numpy broadcasts \
+                 members of different shapes)",
+                counted(reshaped as u64, "member")
+            ));
+        }
         return Ok(Outcome::Unpaired(format!(
-            "{unpaired} members have no partner in the other input (listed above); nothing was computed. Pass \
-             --skip-unpaired to run the {} pairs both inputs hold, or --member to choose members",
-            members.len()
+            "{} (listed above); nothing was computed. Pass --skip-unpaired to run the {} that match, or --member \
+             to choose members",
+            what.join(", and "),
+            counted(members.len() as u64, "pair")
         )));
     }
     refuse_unwritable(members, format)?;
@@ -152,7 +185,26 @@ fn stages(
         return Ok(Outcome::Ok);
     }
     execute(cfg, inputs, members, trace)?;
-    Ok(Outcome::verified(trace.merging.verified.as_ref()))
+    Ok(Outcome::Ok)
+}
+
+/// `--verify`: a run that got as far as computing has a verdict over every member pair's
+/// result; one that stopped early (a closed standard output, an error in a member) says which
+/// members it compared, and succeeds only if the verdict is identical.
+fn settle_verdict(cfg: &Config, members: &[MemberRun], trace: &mut Trace, outcome: Outcome) -> Outcome {
+    let computing = matches!(outcome, Outcome::Ok | Outcome::Error(_) | Outcome::Differs(_));
+    if !cfg.backend.verifies() || cfg.dry_run || !computing || members.is_empty() {
+        return outcome;
+    }
+    let total = members.iter().fold(0u64, |t, m| t.saturating_add(m.elements));
+    let empty = || Verified::empty(crate::dtype::DType::U8, &[], 0, cfg.sem.float16);
+    let v = trace.merging.verified.take().unwrap_or_else(empty).expecting(total);
+    let outcome = match outcome {
+        Outcome::Ok => Outcome::verified(Some(&v)),
+        other => other,
+    };
+    trace.merging.verified = Some(v);
+    outcome
 }
 
 /// Refuses, before any work (`--dry-run` included), a pair whose result cannot be written: one
@@ -211,8 +263,21 @@ fn side(inputs: &[Opened; 2], i: usize, s: Side) -> (MemberInput, &FileDType, &[
     }
 }
 
+/// How two inputs' member pairs are paired and checked: two containers' members of one name
+/// are one tensor before and after, so a changed shape is a difference and they pair only with
+/// equal shapes, unless `--broadcast` is given; a `.npy` against a container's members
+/// broadcasts by `--broadcast` (NumPy's rule by default).
+fn member_broadcast(cfg: &Config, inputs: &[Opened; 2]) -> (Shapes, BroadcastMode) {
+    let containers = inputs.iter().all(|o| matches!(o, Opened::Many(_)));
+    if containers && !cfg.broadcast_given {
+        (Shapes::Equal, BroadcastMode::None)
+    } else {
+        (Shapes::Any, cfg.broadcast)
+    }
+}
+
 /// The checks of one member pair, as a single pair gets them.
-fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
+fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair, broadcast: BroadcastMode) -> MemberRun {
     let (ia, da, sa, fa) = side(inputs, 0, p.sides[0]);
     let (ib, db, sb, fb) = side(inputs, 1, p.sides[1]);
     let name = |tag: &str, info: &MemberInput| match &info.member {
@@ -221,7 +286,7 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
     };
     let a = TensorSpec { name: name("A", &ia), dtype: da, shape: sa };
     let b = TensorSpec { name: name("B", &ib), dtype: db, shape: sb };
-    let validation = validate(cfg.sem.op, cfg.level, cfg.broadcast, &a, &b);
+    let validation = validate(cfg.sem.op, cfg.level, broadcast, &a, &b);
     let dtype = match (validation.valid(), da) {
         (true, FileDType::Numeric(d)) => Some(*d),
         _ => None,
@@ -239,6 +304,7 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
     MemberRun {
         pair: p.clone(),
         inputs: [ia, ib],
+        broadcast,
         validation,
         dtype,
         elements,
@@ -249,8 +315,17 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair) -> MemberRun {
     }
 }
 
-/// Names on standard error the members only one input holds.
+/// Names on standard error the members only one input holds, and those whose shape changed.
 fn note_unpaired(cfg: &Config, inputs: &[Opened; 2], pairing: &Pairing) {
+    let quiet = cfg.quiet && cfg.skip_unpaired;
+    if !pairing.reshaped.is_empty() && !quiet {
+        let verb = if cfg.skip_unpaired { "skipped" } else { "not computed" };
+        eprintln!("tensorop: {} changed shape, {verb}:", counted(pairing.reshaped.len() as u64, "member"));
+        for r in &pairing.reshaped {
+            let [a, b] = r.shapes.clone().map(|s| crate::shape::fmt_shape(&s));
+            eprintln!("tensorop:   {}: {a} in A, {b} in B", r.name);
+        }
+    }
     for (i, names) in [&pairing.only_in_a, &pairing.only_in_b].into_iter().enumerate() {
         if names.is_empty() || cfg.quiet && cfg.skip_unpaired {
             continue;

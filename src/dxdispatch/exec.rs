@@ -20,6 +20,7 @@ use crate::output::{BrokenPipe, Destination, Sink, Writing};
 use crate::plan::Plan;
 use crate::shape::{view_strides, Iteration};
 use crate::spec::dml::dml_name;
+use crate::verdict::Scope;
 use anyhow::{anyhow, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,14 +41,19 @@ pub struct Runner<'a> {
     pub out_closed: bool,
     /// `--verify`: every dispatch's output against the CPU's reference, merged.
     pub verified: Option<crate::backend::directml::verify::Verified>,
+    /// The command running now: `commands[N]`, which names a dispatch's verdict.
+    pub command: usize,
 }
 
 impl Runner<'_> {
-    fn verified(&mut self, v: Option<crate::backend::directml::verify::Verified>) {
-        match (&mut self.verified, v) {
-            (Some(mine), Some(v)) => mine.merge(&v),
-            (None, v) => self.verified = v,
-            (Some(_), None) => {}
+    /// Adds the verdict of dispatch `name` (the command running now) to the run's.
+    fn verified(&mut self, name: &str, v: Option<crate::backend::directml::verify::Verified>) {
+        let Some(v) = v else { return };
+        let scope = Scope::Dispatch(format!("commands[{}] {name}", self.command), self.command as u64);
+        let v = v.scoped(scope);
+        match &mut self.verified {
+            Some(mine) => mine.merge(&v),
+            None => self.verified = Some(v),
         }
     }
 
@@ -61,6 +67,7 @@ impl Runner<'_> {
             match c {
                 Command::Dispatch { dispatchable, bindings } => {
                     let d = &self.model.dispatchables[*dispatchable];
+                    self.command = i;
                     self.dispatch(d, bindings, &mut buffers)
                         .with_context(|| format!("commands[{i}]: dispatch '{}'", d.name))?;
                 }
@@ -137,14 +144,14 @@ impl Runner<'_> {
         if streams_into_output(out, bindings) {
             let mut sink = IntoBuffer { file: &target.file, at: out_offset };
             let ran = self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
-            self.verified(ran.verified);
+            self.verified(&d.name, ran.verified);
             return Ok(());
         }
         let mut result = tempfile::tempfile().context("cannot create a temporary file for the result")?;
         {
             let mut sink = IntoTemporary(std::io::BufWriter::with_capacity(1 << 20, &mut result));
             let ran = self.engine.compute_into(&job, &mut sink, &mut |_| {})?;
-            self.verified(ran.verified);
+            self.verified(&d.name, ran.verified);
             sink.0.flush().context("cannot write the result to a temporary file")?;
         }
         store_output(out, &result, elements, target, out_offset)

@@ -235,9 +235,9 @@ impl ResultSink for InRepro {
         self.out.write(bytes)
     }
 
-    fn finish(self: Box<Self>) -> Result<Committed> {
+    fn finish(self: Box<Self>, verdict: Option<serde_json::Value>) -> Result<Committed> {
         let InRepro { repro, out, durable } = *self;
-        let committed = Box::new(out).finish()?;
+        let committed = Box::new(out).finish(verdict)?;
         let label = format!("DxDispatch repro {}", repro.dir.display());
         repro.commit(durable).context(label)?;
         Ok(committed)

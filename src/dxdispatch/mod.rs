@@ -106,7 +106,7 @@ pub fn run_to(cfg: &RunConfig, out: &mut dyn std::io::Write) -> Outcome {
         dispatches,
         written: written.iter().map(|p| p.display().to_string()).collect(),
         backend: cfg.backend.name(),
-        verify: done.verified.filter(|_| status == RunStatus::Ok),
+        verify: done.verified,
         dry_run: cfg.dry_run,
         timings_ms: RunTimings { total: crate::report::ms(start.elapsed()) },
     };
@@ -145,12 +145,29 @@ fn run_model(
         written: Vec::new(),
         out_closed: false,
         verified: None,
+        command: 0,
     };
     let result = runner.run();
     done.written = std::mem::take(&mut runner.written);
-    done.verified = runner.verified.take();
+    // The verdict covers every dispatch the model runs: one that failed, or never ran, leaves
+    // it incomplete.
+    if cfg.backend.verifies() {
+        let empty = || Verified::empty(DType::U8, &[], 0, cfg.float16);
+        done.verified = Some(runner.verified.take().unwrap_or_else(empty).expecting(dispatched_elements(&model)));
+    }
     result?;
     Ok(Outcome::verified(done.verified.as_ref()))
+}
+
+/// The output elements of every dispatch the model runs, counted once per dispatch command.
+fn dispatched_elements(model: &Model) -> u64 {
+    let outputs = model.commands.iter().filter_map(|c| match c {
+        Command::Dispatch { dispatchable, .. } => {
+            model.dispatchables.get(*dispatchable).and_then(|d| desc::element_count(&d.tensors[2]))
+        }
+        _ => None,
+    });
+    outputs.fold(0u64, u64::saturating_add)
 }
 
 /// The failed checks of every dispatch, one per line, and the level the whole model needs;

@@ -107,12 +107,14 @@ impl Stage {
     }
 
     /// Marks this part done (its bytes were written and the file closed, and with `durable`
-    /// flushed), then commits the result if every part is done. Returns whether this part
-    /// committed it.
-    pub fn finish(self, durable: bool) -> Result<bool> {
+    /// flushed), recording `verdict` (this part's `--verify` verdict, if any) in its marker, then
+    /// commits the result if every part is done. Returns `None` when this part did not commit
+    /// it, else every part's recorded verdict, in part order (`null` for a part without one).
+    pub fn finish(self, durable: bool, verdict: Option<Value>) -> Result<Option<Vec<Value>>> {
         let marker = self.dir.join(marker_name(self.spec.index, self.spec.count, &self.job));
         let record = serde_json::json!({
             "job": self.job, "part": self.spec.index, "of": self.spec.count, "data": self.data_name,
+            "verify": verdict,
         });
         let mut tmp = tempfile::Builder::new()
             .prefix(".marker.")
@@ -124,7 +126,7 @@ impl Stage {
         let markers: Vec<PathBuf> =
             (1..=self.spec.count).map(|k| self.dir.join(marker_name(k, self.spec.count, &self.job))).collect();
         if !markers.iter().all(|m| m.exists()) {
-            return Ok(false);
+            return Ok(None);
         }
         // Claim the data file under a name of this part's own, so that no other part renames
         // it meanwhile, then check that every marker names this very file: a part counts only
@@ -135,7 +137,7 @@ impl Stage {
         match fs::rename(&data, &claimed) {
             Ok(()) => {}
             // Another part found every marker too, and claimed the file first.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("cannot claim {}", data.display())),
         }
         // Whatever stops this commit gives the file back under its name, for the next try.
@@ -150,16 +152,16 @@ impl Stage {
                 return Err(e).with_context(|| format!("cannot open {}", claimed.display()));
             }
         };
-        let names_it = |m: &PathBuf| {
-            let record: Option<Value> = fs::read(m).ok().and_then(|t| serde_json::from_slice(&t).ok());
-            record.is_some_and(|r| r["data"].as_str() == Some(self.data_name.as_str()))
-        };
-        if !markers.iter().all(names_it) {
+        let records: Vec<Option<Value>> =
+            markers.iter().map(|m| fs::read(m).ok().and_then(|t| serde_json::from_slice(&t).ok())).collect();
+        let names_it = |r: &Option<Value>| r.as_ref().is_some_and(|r| r["data"].as_str() == Some(&self.data_name));
+        if !records.iter().all(names_it) {
             // Parts of another data file: put it back for whoever writes into it.
             drop(file);
             put_back();
-            return Ok(false);
+            return Ok(None);
         }
+        let verdicts = records.into_iter().map(|r| r.map_or(Value::Null, |r| r["verify"].clone())).collect();
         let synced = if durable { sys::sync_file(&file).map(|_| ()) } else { Ok(()) };
         drop(file);
         if let Err(e) = synced {
@@ -178,7 +180,7 @@ impl Stage {
         // The result is in place; what remains is bookkeeping, which a part running at the
         // same moment may be removing too.
         let _ = fs::remove_dir_all(&self.dir);
-        Ok(true)
+        Ok(Some(verdicts))
     }
 
     /// [`vanished`], for this part.

@@ -21,12 +21,15 @@ use anyhow::{Context, Result};
 use std::fs::File;
 
 /// What a finished destination committed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Committed {
     /// `--fsync`: the result was flushed to storage (and its directory after it was named).
     pub synced: bool,
     /// `--part`: whether this part was the last, and so committed the job's result.
     pub job_committed: bool,
+    /// `--part`, in the part that committed the job: every part's `--verify` verdict as its
+    /// marker recorded it, in part order (`null` for a part that ran without one).
+    pub part_verdicts: Vec<serde_json::Value>,
 }
 
 /// Where a computed result goes.
@@ -44,9 +47,10 @@ pub trait ResultSink {
     /// Moves the next write `n` bytes further on (a part starts at its first element).
     fn skip(&mut self, _n: u64) {}
 
-    /// Commits the complete result. Dropping a destination unfinished leaves its target as it
-    /// was (a stream keeps what it was given).
-    fn finish(self: Box<Self>) -> Result<Committed> {
+    /// Commits the complete result, with `verdict` (this run's `--verify` verdict, as JSON)
+    /// recorded where the destination keeps one (a part's marker). Dropping a destination
+    /// unfinished leaves its target as it was (a stream keeps what it was given).
+    fn finish(self: Box<Self>, _verdict: Option<serde_json::Value>) -> Result<Committed> {
         Ok(Committed::default())
     }
 }
@@ -82,9 +86,9 @@ impl ResultSink for ToOutput {
         self.sink.write(bytes).with_context(|| self.label.clone())
     }
 
-    fn finish(self: Box<Self>) -> Result<Committed> {
+    fn finish(self: Box<Self>, _verdict: Option<serde_json::Value>) -> Result<Committed> {
         let synced = self.sink.commit().with_context(|| self.label.clone())?;
-        Ok(Committed { synced, job_committed: false })
+        Ok(Committed { synced, ..Committed::default() })
     }
 }
 
@@ -120,12 +124,12 @@ impl ResultSink for ToPart {
         self.out.sink.skip(n);
     }
 
-    fn finish(self: Box<Self>) -> Result<Committed> {
+    fn finish(self: Box<Self>, verdict: Option<serde_json::Value>) -> Result<Committed> {
         let ToPart { out, stage, durable } = *self;
         let label = out.label.clone();
-        let synced = Box::new(out).finish()?.synced;
-        let job_committed = stage.finish(durable).context(label)?;
-        Ok(Committed { synced, job_committed })
+        let synced = Box::new(out).finish(None)?.synced;
+        let verdicts = stage.finish(durable, verdict).context(label)?;
+        Ok(Committed { synced, job_committed: verdicts.is_some(), part_verdicts: verdicts.unwrap_or_default() })
     }
 }
 

@@ -49,6 +49,9 @@ pub fn run(cfg: &Config) -> Outcome {
     });
     let mut trace = Trace { part, ..Trace::default() };
     let result = match open_inputs(cfg, &mut trace) {
+        Ok(Inputs::Pair(_)) if container_named(&cfg.output).is_some() => {
+            Ok(Outcome::Refused(container_named(&cfg.output).unwrap_or_default()))
+        }
         Ok(Inputs::Pair(inputs)) => stages(cfg, inputs, &mut trace),
         Ok(Inputs::Containers(_)) if cfg.part.is_some() => Err(anyhow::anyhow!(
             "--part splits the result of one pair of .npy files; a container pair is split by member instead \
@@ -59,7 +62,7 @@ pub fn run(cfg: &Config) -> Outcome {
         }
         Err(e) => Err(e),
     };
-    let outcome = Outcome::of(result);
+    let outcome = settle_verdict(cfg, &mut trace, Outcome::of(result));
     if let (Outcome::Ok, Some(s), Some(p), false) = (&outcome, &trace.summary, &trace.plan, cfg.quiet) {
         let label = summary::Label { of: cfg.sem.op.name(), dtype: p.dtype.name(), mean: cfg.sem.op.mean_name() };
         eprint!("{}", summary::human(s, &label));
@@ -77,6 +80,45 @@ pub fn run(cfg: &Config) -> Outcome {
         }
         (outcome, _) => outcome,
     }
+}
+
+/// `--verify`: a run that got as far as computing has a verdict, over the elements it was to
+/// compute; one that stopped early (a closed standard output, an error) says so in it, and
+/// succeeds only if it is identical.
+fn settle_verdict(cfg: &Config, trace: &mut Trace, outcome: Outcome) -> Outcome {
+    let Some(plan) = trace.plan.as_ref().filter(|_| cfg.backend.verifies() && !cfg.dry_run) else { return outcome };
+    if !matches!(outcome, Outcome::Ok | Outcome::Error(_) | Outcome::Differs(_)) {
+        return outcome;
+    }
+    let range = cfg.part.map_or(0..plan.elements, |p| p.range(plan.elements));
+    let v = trace.verified.take().unwrap_or_else(|| {
+        crate::backend::directml::verify::Verified::empty(
+            plan.dtype,
+            &plan.out_shape,
+            range.end - range.start,
+            cfg.sem.float16,
+        )
+    });
+    let outcome = match outcome {
+        Outcome::Ok => Outcome::verified(Some(&v)),
+        other => other,
+    };
+    trace.verified = Some(v);
+    outcome
+}
+
+/// A `.npy` pair's result is one `.npy` file: an output named as a container (`.safetensors`,
+/// `.npz`) would hold the wrong format under its name. Returns the refusal, naming the fix.
+fn container_named(output: &Destination) -> Option<String> {
+    let Destination::Path(p) = output else { return None };
+    let ext = p.extension()?.to_str()?.to_ascii_lowercase();
+    matches!(ext.as_str(), "safetensors" | "npz").then(|| {
+        format!(
+            "output {}: two .npy inputs give one .npy result, and a .{ext} file is a container; write -o OUT.npy \
+             (or give container inputs, whose members pair by name)",
+            p.display()
+        )
+    })
 }
 
 /// The stages in order; each records its product in `trace` before the next starts.
@@ -162,14 +204,20 @@ fn execute(cfg: &Config, plan: &Plan, inputs: Vec<InputTensor>, trace: &mut Trac
     // as an in-place run's input is.
     drop(copies);
     drop(inputs);
-    let committed = sink.finish()?;
+    // A part's verdict travels in its marker, so that the part that commits the job can say
+    // whether every part verified.
+    let verdict = ran.verified.as_ref().map(serde_json::to_value).transpose()?;
+    let committed = sink.finish(verdict)?;
     trace.synced = committed.synced;
     if let Some(p) = &mut trace.part {
         p.committed = committed.job_committed;
     }
     trace.execute = Some(t.elapsed());
     trace.summary = ran.summary.as_ref().map(|a| a.finish());
-    trace.verified = ran.verified;
+    trace.verified = match (ran.verified, committed.job_committed) {
+        (Some(v), true) => Some(v.with_parts(&committed.part_verdicts)),
+        (v, _) => v,
+    };
     trace.threads_used = Some(ran.threads_used);
     trace.busy = Some(ran.busy);
     Ok(())

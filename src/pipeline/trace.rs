@@ -41,7 +41,7 @@ pub(super) struct Trace {
     pub(super) execute: Option<Duration>,
     /// `--stats`: the summary of a committed output.
     pub(super) summary: Option<Summary>,
-    /// `--verify`: the verdict of a committed output.
+    /// `--verify`: the verdict, over what was compared (complete only for a committed output).
     pub(super) verified: Option<crate::backend::directml::verify::Verified>,
     /// How the output reached its name, once it was opened.
     pub(super) staging: Option<Staging>,
@@ -99,7 +99,7 @@ impl Trace {
             checks,
             dml,
             stats: summary,
-            verify: if status == RunStatus::Ok { self.verified } else { None },
+            verify: self.verified,
             backend: BackendInfo {
                 name: cfg.backend.name(),
                 device: self.device.as_ref().map(|d| d.0.clone()),

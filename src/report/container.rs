@@ -59,6 +59,9 @@ pub struct MemberEntry {
     /// `ok` (checked, and computed unless `--dry-run`) or `invalid` (a check failed).
     pub status: RunStatus,
     pub inputs: [MemberInput; 2],
+    /// The two sides' shapes differ (broadcast, by `--broadcast numpy` or a `.npy` against a
+    /// container): such a pair is counted as differing, whatever its result.
+    pub shapes_differ: bool,
     pub support_row: Option<String>,
     pub minimum_feature_level: Option<String>,
     pub checks: Vec<Check>,
@@ -79,6 +82,10 @@ pub struct MemberEntry {
 pub struct Unpaired {
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
+    /// Members of one name whose shapes differ between two containers (not computed: a changed
+    /// tensor is a difference, not a broadcast, unless `--broadcast` is given): the name and
+    /// both shapes.
+    pub shape_changed: Vec<crate::container::pairs::Reshaped>,
     /// `--skip-unpaired`: they were skipped instead of failing the run.
     pub skipped: bool,
 }
@@ -90,11 +97,14 @@ pub struct Totals {
     pub ok: usize,
     pub invalid: usize,
     pub unpaired: usize,
+    /// Members whose shape changed (`unpaired.shape_changed`).
+    pub shape_changed: usize,
     /// The newest of the members' minimum levels: the level the whole container pair needs;
     /// `null` when some member passes at no DirectML level.
     pub minimum_feature_level: Option<String>,
     pub elements: u64,
-    /// Members whose result holds a non-zero element (with `--stats`).
+    /// Member pairs that differ (with `--stats`): a result holding a non-zero element, inputs of
+    /// different shapes (broadcast), or a changed shape (not computed).
     pub differing: Option<usize>,
     /// `--stats`: every member's result summarised as one: equal to the summary of all their
     /// elements in one array, bit for bit. `null` when members of integer and float dtypes are

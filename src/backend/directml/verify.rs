@@ -1,27 +1,91 @@
-//! `--verify`: DirectML's output against tensorop's reference, element by element. Bits decide
-//! (a NaN equals only the same NaN); where they differ, the distance is counted in units in the
-//! last place (ULPs: adjacent floats of the type are 1 apart; integers by their difference).
+//! `--verify`: DirectML's output against tensorop's reference, element by element, counted by
+//! the comparison core (`verdict::Tally`): bits decide (a NaN equals only the same NaN), the
+//! distance of differing elements is in units in the last place, and the verdict covers what it
+//! compared: "identical" needs every element of the output compared (`docs/backends.md`,
+//! "--verify").
 
 use crate::backend::{cpu, Emit, Job};
 use crate::dtype::DType;
 use crate::op::{Float16Rule, Semantics};
-use anyhow::Result;
+use crate::verdict::element::Tolerance;
+use crate::verdict::{Difference, Scope, Tally};
+use anyhow::{bail, Result};
 use serde::Serialize;
 
 /// `--verify`'s verdict: DirectML's output against the CPU backend's, in the float16 rule the
-/// run names, and for float16 how many elements each rule gives.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// run names, and for float16 how many elements each rule gives. Side `a` of each difference is
+/// DirectML's element, side `b` the reference's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verified {
     /// The reference: the CPU backend, in this float16 rule (float16 only).
     pub reference: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub float16_rule: Option<&'static str>,
+    /// Every element of the output compared, and every one bit-identical.
     pub identical: bool,
+    /// Every element of the output compared (`compared` equals `elements`).
+    pub complete: bool,
+    /// The first differing element, in run order: its member or dispatch, index, both values
+    /// and both bit patterns.
+    pub first_difference: Option<Difference>,
+    /// The same as `nan_mismatches` (kept for reports read by older scripts).
+    pub nan_differing: u64,
     #[serde(flatten)]
     pub tally: Tally,
     /// float16: per rule, the elements whose bits DirectML's equal.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub float16_rules: Vec<RuleMatch>,
+    /// Container and model runs: the members or dispatches whose output was compared, in the
+    /// order they ran (a run that stopped early lists only those).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub covered: Vec<String>,
+    /// `--part`: the parts whose verdict this one merges, and how many the job has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parts: Option<PartsVerified>,
+}
+
+/// `--part`, in the part that committed the job: every part's verdict, as its marker recorded
+/// it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PartsVerified {
+    /// The parts of the job.
+    pub of: u64,
+    /// The parts that ran with `--verify` and compared their whole range, in order.
+    pub verified: Vec<u64>,
+    /// Of those, the parts whose output is identical to the reference.
+    pub identical: Vec<u64>,
+    /// Over every part: elements compared, and elements that differ.
+    pub compared: u64,
+    pub differing: u64,
+}
+
+impl PartsVerified {
+    /// From the parts' recorded verdicts (`null` for a part without one), in part order.
+    pub fn from_records(records: &[serde_json::Value]) -> PartsVerified {
+        let mut p = PartsVerified { of: records.len() as u64, ..PartsVerified::default() };
+        for (k, r) in (1u64..).zip(records) {
+            if r.is_null() {
+                continue;
+            }
+            p.compared += r["compared"].as_u64().unwrap_or(0);
+            p.differing += r["differing"].as_u64().unwrap_or(0);
+            if r["complete"] == true {
+                p.verified.push(k);
+            }
+            if r["identical"] == true {
+                p.identical.push(k);
+            }
+        }
+        p
+    }
+
+    fn all_verified(&self) -> bool {
+        self.verified.len() as u64 == self.of
+    }
+
+    fn all_identical(&self) -> bool {
+        self.identical.len() as u64 == self.of
+    }
 }
 
 /// How many elements of DirectML's output one float16 rule gives bit for bit.
@@ -32,27 +96,61 @@ pub struct RuleMatch {
 }
 
 impl Verified {
-    pub fn new(job: &Job) -> Verified {
-        let f16 = job.dtype == DType::F16;
+    /// Nothing compared yet of `elements` elements of `dtype`, in the float16 rule `rule`.
+    pub fn empty(dtype: DType, shape: &[u64], elements: u64, rule: Float16Rule) -> Verified {
+        let f16 = dtype == DType::F16;
+        let mut tally = Tally::new(dtype, shape, Tolerance::default());
+        tally.elements = elements;
         Verified {
             reference: "cpu",
-            float16_rule: f16.then(|| job.sem.float16.name()),
-            identical: true,
-            tally: Tally::default(),
+            float16_rule: f16.then(|| rule.name()),
+            identical: false,
+            complete: false,
+            first_difference: None,
+            nan_differing: 0,
+            tally,
             float16_rules: if f16 {
                 Float16Rule::ALL.iter().map(|r| RuleMatch { rule: r.name(), matching: 0 }).collect()
             } else {
                 vec![]
             },
+            covered: Vec::new(),
+            parts: None,
         }
+        .settled()
+    }
+
+    /// Nothing compared yet of `job`'s elements.
+    pub fn new(job: &Job) -> Verified {
+        Verified::empty(job.dtype, job.shape, job.range.end - job.range.start, job.sem.float16)
+    }
+
+    /// The derived keys, from the tally (and, for a committing part, every part's verdict).
+    fn settled(mut self) -> Verified {
+        self.identical = self.tally.identical() && self.parts.as_ref().is_none_or(PartsVerified::all_identical);
+        self.complete = self.tally.complete() && self.parts.as_ref().is_none_or(PartsVerified::all_verified);
+        self.first_difference = self.tally.first().cloned();
+        self.nan_differing = self.tally.nan_mismatches;
+        self
+    }
+
+    /// Names what this verdict covers: a member or a dispatch, the `n`th of the run.
+    pub fn scoped(self, scope: Scope) -> Verified {
+        let name = match &scope {
+            Scope::Whole => None,
+            Scope::Member(n, _) | Scope::Dispatch(n, _) => Some(n.clone()),
+        };
+        let mut v = Verified { tally: self.tally.scoped(scope), ..self };
+        v.covered.extend(name);
+        v.settled()
     }
 
     /// Compares `got`, DirectML's output elements `range` of `job`, with the reference
-    /// (computed into `want`); for float16, also with the other rules' results.
+    /// (computed into `want`); for float16, also with the other rules' results. A reference
+    /// that is not as long as `got` leaves the rest uncompared (the verdict is then incomplete).
     pub fn check(&mut self, job: &Job, range: std::ops::Range<u64>, got: &[u8], want: &mut Vec<u8>) -> Result<()> {
         reference(job, job.sem, range.clone(), want)?;
-        self.tally.add(job.dtype, range.start, got, want);
-        self.identical = self.tally.identical();
+        self.tally.add(range.start, got, want);
         let own = matching(job.dtype, got, want);
         for (m, rule) in self.float16_rules.iter_mut().zip(Float16Rule::ALL) {
             m.matching += if rule == job.sem.float16 {
@@ -62,37 +160,66 @@ impl Verified {
                 matching(job.dtype, got, want)
             };
         }
+        *self = std::mem::replace(self, Verified::empty(DType::U8, &[], 0, Float16Rule::Nearest)).settled();
         Ok(())
     }
 
-    /// One line on how DirectML's output differs from the reference.
+    /// One line on how DirectML's output differs from the reference, or what was not compared.
     pub fn describe(&self) -> String {
         let t = &self.tally;
-        let mut s = format!(
-            "--verify: DirectML's output differs from the CPU reference{} in {} of {} elements (the first is element {}); \
-             at most {} ULPs apart",
-            self.float16_rule.map(|r| format!(" (float16 rule {r})")).unwrap_or_default(),
-            t.differing,
-            t.elements,
-            t.first_difference.unwrap_or(0),
-            t.max_ulps,
-        );
-        if t.nan_differing > 0 {
-            s.push_str(&format!(", {} where one side is NaN", t.nan_differing));
+        let rule = self.float16_rule.map(|r| format!(" (float16 rule {r})")).unwrap_or_default();
+        if let Some(p) = self.parts.as_ref().filter(|p| !p.all_identical() && t.identical()) {
+            let missing: Vec<u64> = (1..=p.of).filter(|k| !p.identical.contains(k)).collect();
+            return format!(
+                "--verify: this part's output is identical to the CPU reference{rule}, but parts {missing:?} of {} \
+                 were not verified identical ({} of their elements differ; a part run without --verify, or stopped \
+                 early, is not verified): the committed result is not verified",
+                p.of, p.differing
+            );
         }
-        if let Some(r) = self.float16_rules.iter().find(|r| r.matching == t.elements) {
+        if !self.complete && t.differing == 0 {
+            return format!(
+                "--verify: not verified: {} of {} elements were compared with the CPU reference{rule}, and they \
+                 agree; the rest were not compared (the run stopped early)",
+                t.compared, t.elements
+            );
+        }
+        let mut s = format!(
+            "--verify: DirectML's output differs from the CPU reference{rule} in {} of {} elements",
+            t.differing, t.compared
+        );
+        if let Some(d) = &self.first_difference {
+            s.push_str(&format!(
+                " (the first at {}: {} against {}, bits {} against {})",
+                d.place(),
+                d.a,
+                d.b,
+                d.a_bits,
+                d.b_bits
+            ));
+        }
+        if let Some(u) = t.max_ulps {
+            s.push_str(&format!("; at most {u} ULPs apart"));
+        }
+        if t.nan_mismatches > 0 {
+            s.push_str(&format!(", {} where a NaN differs", t.nan_mismatches));
+        }
+        if !self.complete {
+            s.push_str(&format!("; {} elements were not compared", t.elements - t.compared));
+        }
+        if let Some(r) = self.float16_rules.iter().find(|r| r.matching == t.compared && t.compared > 0) {
             s.push_str(&format!("; its float16 bits follow rule {} (--float16 {})", r.rule, r.rule));
         }
         s
     }
 
-    /// Adds another part's verdict.
-    /// Verdicts of different dtypes (container members) merge their tallies; the float16
-    /// rule counts, which then describe only some elements, are dropped.
+    /// Adds another member's, dispatch's or part's verdict. Verdicts of different dtypes
+    /// (container members) merge their tallies; the float16 rule counts, which then describe
+    /// only some elements, are dropped.
     pub fn merge(&mut self, o: &Verified) {
         let same = self.float16_rule == o.float16_rule && self.float16_rules.len() == o.float16_rules.len();
         self.tally.merge(&o.tally);
-        self.identical = self.tally.identical();
+        self.covered.extend(o.covered.iter().cloned());
         if same {
             for (m, n) in self.float16_rules.iter_mut().zip(&o.float16_rules) {
                 m.matching += n.matching;
@@ -101,6 +228,21 @@ impl Verified {
             self.float16_rule = None;
             self.float16_rules.clear();
         }
+        *self = std::mem::replace(self, Verified::empty(DType::U8, &[], 0, Float16Rule::Nearest)).settled();
+    }
+
+    /// Counts the whole run's output, `elements` in all, as what must be compared: a run that
+    /// stopped before computing every member or dispatch is then incomplete.
+    pub fn expecting(mut self, elements: u64) -> Verified {
+        self.tally.elements = elements;
+        self.settled()
+    }
+
+    /// `--part`, in the part that committed the job: the verdict holds only if every part's
+    /// does (`records`: each part's verdict as its marker recorded it).
+    pub fn with_parts(mut self, records: &[serde_json::Value]) -> Verified {
+        self.parts = Some(PartsVerified::from_records(records));
+        self.settled()
     }
 }
 
@@ -119,111 +261,20 @@ fn reference(job: &Job, sem: Semantics, range: std::ops::Range<u64>, out: &mut V
         positional: None,
     };
     out.clear();
-    cpu::run(&sub, &mut |e| {
-        if let Emit::Bytes(b) = e {
+    cpu::run(&sub, &mut |e| match e {
+        Emit::Bytes(b) => {
             out.extend_from_slice(b);
+            Ok(())
         }
-        Ok(())
+        Emit::Written(_) => bail!("internal error: --verify's reference was written in place, not handed over"),
     })?;
     Ok(())
-}
-
-/// What `--verify` found over a run (chunks and parts add up).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    /// Elements compared.
-    pub elements: u64,
-    /// Elements whose bits differ.
-    pub differing: u64,
-    /// The first differing element (its index in the output).
-    pub first_difference: Option<u64>,
-    /// The largest distance in ULPs between differing elements that are both numbers.
-    pub max_ulps: u64,
-    /// Differing elements where one side is NaN (no distance).
-    pub nan_differing: u64,
-}
-
-impl Tally {
-    /// Compares `got` with `want` (little-endian elements of `dtype`, the output's elements
-    /// from index `first`).
-    pub fn add(&mut self, dtype: DType, first: u64, got: &[u8], want: &[u8]) {
-        let es = dtype.size();
-        for (j, (g, w)) in got.chunks_exact(es).zip(want.chunks_exact(es)).enumerate() {
-            self.elements += 1;
-            if g == w {
-                continue;
-            }
-            self.differing += 1;
-            self.first_difference.get_or_insert(first + j as u64);
-            match distance(dtype, word(g), word(w)) {
-                Some(d) => self.max_ulps = self.max_ulps.max(d),
-                None => self.nan_differing += 1,
-            }
-        }
-    }
-
-    /// Adds another part's tally (parts in any order: the first difference is the smallest).
-    pub fn merge(&mut self, o: &Tally) {
-        self.elements += o.elements;
-        self.differing += o.differing;
-        self.max_ulps = self.max_ulps.max(o.max_ulps);
-        self.nan_differing += o.nan_differing;
-        self.first_difference = match (self.first_difference, o.first_difference) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
-
-    pub fn identical(&self) -> bool {
-        self.differing == 0
-    }
 }
 
 /// The elements of `got` equal to `want`'s, bit for bit.
 pub fn matching(dtype: DType, got: &[u8], want: &[u8]) -> u64 {
     let es = dtype.size();
     got.chunks_exact(es).zip(want.chunks_exact(es)).filter(|(g, w)| g == w).count() as u64
-}
-
-fn word(b: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w[..b.len()].copy_from_slice(b);
-    u64::from_le_bytes(w)
-}
-
-/// The distance between two elements' values in ULPs; `None` where either is a NaN.
-fn distance(dtype: DType, a: u64, b: u64) -> Option<u64> {
-    let bits = dtype.size() as u32 * 8;
-    let (x, y) = match dtype {
-        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
-            let exp_bits = match dtype {
-                DType::F16 => 5,
-                DType::BF16 | DType::F32 => 8,
-                _ => 11,
-            };
-            (ordered(a, bits, exp_bits)?, ordered(b, bits, exp_bits)?)
-        }
-        DType::I8 | DType::I16 | DType::I32 | DType::I64 => (signed(a, bits), signed(b, bits)),
-        _ => (a as i128, b as i128),
-    };
-    Some(u64::try_from((x - y).unsigned_abs()).unwrap_or(u64::MAX))
-}
-
-/// A float's bits as a number that counts ULPs: +0 and -0 are both 0, the next float up is 1.
-fn ordered(bits_value: u64, bits: u32, exp_bits: u32) -> Option<i128> {
-    let sign = 1u64 << (bits - 1);
-    let magnitude = bits_value & (sign - 1);
-    let mantissa_bits = bits - 1 - exp_bits;
-    let inf = ((1u64 << exp_bits) - 1) << mantissa_bits;
-    if magnitude > inf {
-        return None;
-    }
-    Some(if bits_value & sign != 0 { -(magnitude as i128) } else { magnitude as i128 })
-}
-
-fn signed(v: u64, bits: u32) -> i128 {
-    let shift = 64 - bits;
-    (((v << shift) as i64) >> shift) as i128
 }
 
 #[cfg(test)]
@@ -235,31 +286,50 @@ mod tests {
     }
 
     #[test]
-    fn float16_distances_and_nans() {
-        let mut t = Tally::default();
-        // 0x3bff vs 0x3c00: adjacent; +0 vs -0: 0 apart but differing bits; inf vs 65504: 1;
-        // a NaN against a number: no distance; the same NaN: equal.
-        t.add(
-            DType::F16,
-            10,
-            &f16s(&[0x3bff, 0x0000, 0x7c00, 0x7e00, 0x7e01]),
-            &f16s(&[0x3c00, 0x8000, 0x7bff, 0x3c00, 0x7e01]),
-        );
-        assert_eq!(t, Tally { elements: 5, differing: 4, first_difference: Some(10), max_ulps: 1, nan_differing: 1 });
-        let mut u = Tally::default();
-        u.add(DType::F16, 2, &f16s(&[0xc000]), &f16s(&[0x4000]));
-        t.merge(&u);
-        assert_eq!((t.first_difference, t.max_ulps, t.differing), (Some(2), 2 * 0x4000, 5));
+    fn float16_verdicts_locate_the_first_difference_and_cover_the_output() {
+        let mut v = Verified::empty(DType::F16, &[2, 3], 6, Float16Rule::Nearest);
+        v.tally.add(0, &f16s(&[0x3c00, 0x3bff, 0x7c00]), &f16s(&[0x3c00, 0x3c00, 0x7bff]));
+        let v = v.settled();
+        assert_eq!((v.identical, v.complete, v.tally.differing, v.tally.max_ulps), (false, false, 2, Some(1)));
+        let d = v.first_difference.clone().expect("a difference");
+        assert_eq!((d.index, d.a_bits.as_str(), d.b_bits.as_str()), (vec![0, 1], "0x3BFF", "0x3C00"));
+        assert!(v.describe().contains("in 2 of 3 elements"), "{}", v.describe());
+        assert!(v.describe().contains("3 elements were not compared"), "{}", v.describe());
     }
 
     #[test]
-    fn integers_count_their_difference() {
-        let mut t = Tally::default();
-        t.add(DType::I8, 0, &[0x80, 5], &[0x7f, 5]);
-        assert_eq!((t.differing, t.max_ulps), (1, 255));
-        let mut t = Tally::default();
-        t.add(DType::U64, 0, &u64::MAX.to_le_bytes(), &0u64.to_le_bytes());
-        assert_eq!(t.max_ulps, u64::MAX);
+    fn an_incomplete_verdict_is_never_identical() {
+        // Half the output compared, all equal: not identical, and the line says why.
+        let mut v = Verified::empty(DType::U8, &[4], 4, Float16Rule::Nearest);
+        v.tally.add(0, &[1, 2], &[1, 2]);
+        let v = v.settled();
+        assert!(!v.identical && !v.complete);
+        assert!(v.describe().contains("not verified: 2 of 4 elements"), "{}", v.describe());
+        // A reference shorter than DirectML's chunk: the rest stays uncompared.
+        let mut v = Verified::empty(DType::U8, &[4], 4, Float16Rule::Nearest);
+        v.tally.add(0, &[1, 2, 3, 4], &[1, 2, 3]);
+        assert!(!v.settled().identical);
+        // Members that ran, against the whole run's elements.
+        let mut a = Verified::empty(DType::U8, &[2], 2, Float16Rule::Nearest);
+        a.tally.add(0, &[1, 2], &[1, 2]);
+        let a = a.scoped(Scope::Member("w".into(), 0));
+        assert!(a.identical);
+        let run = a.clone().expecting(5);
+        assert_eq!((run.identical, run.covered.clone()), (false, vec!["w".to_string()]));
+    }
+
+    #[test]
+    fn merged_verdicts_name_the_member_of_the_first_difference() {
+        let mut a = Verified::empty(DType::U8, &[2], 2, Float16Rule::Nearest);
+        a.tally.add(0, &[1, 2], &[1, 2]);
+        let mut b = Verified::empty(DType::I8, &[2], 2, Float16Rule::Nearest);
+        b.tally.add(0, &[0x80, 5], &[0x7f, 5]);
+        let (a, b) = (a.scoped(Scope::Member("x".into(), 0)), b.scoped(Scope::Member("y".into(), 1)));
+        let mut all = b.clone();
+        all.merge(&a);
+        let d = all.first_difference.clone().expect("a difference");
+        assert_eq!((d.member.as_deref(), all.tally.max_ulps, all.complete), (Some("y"), Some(255), true));
+        assert!(all.describe().contains("member \"y\", element [0]"), "{}", all.describe());
         assert_eq!(matching(DType::U8, &[1, 2, 3], &[1, 0, 3]), 2);
     }
 }

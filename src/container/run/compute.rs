@@ -124,7 +124,7 @@ pub(super) fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran, merging: &
         merging.add(&acc);
     }
     if let Some(v) = ran.verified {
-        merging.verified(v);
+        merging.verified(&m.pair.name, v);
     }
 }
 

@@ -1,7 +1,7 @@
 //! What `--stats` over a container prints on standard error, and the order it ranks members in.
 //!
 //! The totals come first (pairs compared, how many differ, how many are identical, the merged
-//! summary), then the worst members, worst first: the [`SHOWN`] worst of those that differ, or
+//! summary, and the members whose shape changed), then the worst members, worst first: the [`SHOWN`] worst of those that differ, or
 //! with `-v` every member, and a line counting those left out. The report's `rank` key
 //! (`report::container`) is the same order, so a script finds there what standard error shows.
 //!
@@ -10,8 +10,14 @@
 //! finite elements only, so a result holding a NaN ranks first (worst) and one holding an
 //! infinity next (its key is +inf); equal keys (-0 and +0 included) rank by name, and a result
 //! that is all zeros ranks after every one that is not.
+//!
+//! A pair whose inputs' shapes differ is never "identical": a member that changed shape between
+//! two containers is not computed and is listed with both shapes; one broadcast on purpose
+//! (`--broadcast numpy`, or a `.npy` against a container) counts as differing, whatever its
+//! result.
 
 use crate::config::Config;
+use crate::container::pairs::Reshaped;
 use crate::op::Op;
 use crate::output::Destination;
 use crate::report::summary::{counted, human_part, one_line, Label};
@@ -26,7 +32,16 @@ pub(super) struct Row<'a> {
     pub(super) name: &'a str,
     pub(super) dtype: &'a str,
     pub(super) shape: &'a [u64],
+    /// Its inputs' shapes, where two containers' members of different shapes were broadcast.
+    pub(super) shapes: Option<[&'a [u64]; 2]>,
     pub(super) summary: &'a Summary,
+}
+
+impl Row<'_> {
+    /// Whether the pair differs: its inputs' shapes, or its result holds anything but zeros.
+    fn differs(&self) -> bool {
+        self.shapes.is_some() || differs(self.summary)
+    }
 }
 
 /// Whether a member's result holds anything but zeros (a NaN counts).
@@ -149,20 +164,32 @@ pub(super) fn ranks(op: Op, summaries: &[(&str, Option<&Summary>)]) -> Vec<Optio
 
 /// `--stats` on standard error: the totals (every summary in `totals`, labelled, with the
 /// histogram only with `-v`), then the worst members and how many were left out.
-pub(super) fn print(cfg: &Config, rows: &[Row], totals: &[(&str, &Summary)]) {
-    let differing = rows.iter().filter(|r| differs(r.summary)).count();
-    eprintln!(
+pub(super) fn print(cfg: &Config, rows: &[Row], reshaped: &[Reshaped], totals: &[(&str, &Summary)]) {
+    let differing = rows.iter().filter(|r| r.differs()).count();
+    let broadcast = rows.iter().filter(|r| r.shapes.is_some()).count();
+    let mut head = format!(
         "tensorop: {} compared: {differing} differ, {} identical (all-zero result)",
         counted(rows.len() as u64, "member pair"),
         rows.len() - differing
     );
+    if broadcast > 0 {
+        head += &format!("; {broadcast} of them broadcast between different shapes, which counts as differing");
+    }
+    if !reshaped.is_empty() {
+        head += &format!("; {} changed shape, not computed:", counted(reshaped.len() as u64, "more member"));
+    }
+    eprintln!("{head}");
+    for r in reshaped {
+        let [a, b] = r.shapes.clone().map(|s| crate::shape::fmt_shape(&s));
+        eprintln!("tensorop:   {}: {a} in A, {b} in B", r.name);
+    }
     for (dtype, s) in totals {
         let label = Label { of: cfg.sem.op.name(), dtype, mean: cfg.sem.op.mean_name() };
         eprint!("{}", human_part(s, &label, cfg.verbose));
     }
     let keyed: Vec<(&str, &Summary)> = rows.iter().map(|r| (r.name, r.summary)).collect();
     let listed: Vec<usize> =
-        ranking(cfg.sem.op, &keyed).into_iter().filter(|&i| cfg.verbose || differs(rows[i].summary)).collect();
+        ranking(cfg.sem.op, &keyed).into_iter().filter(|&i| cfg.verbose || rows[i].differs()).collect();
     let shown = if cfg.verbose { listed.len() } else { listed.len().min(SHOWN) };
     if shown == 0 {
         return;
@@ -203,7 +230,13 @@ fn line(r: &Row) -> String {
             inf.push_str(&format!(", {n} {sign}inf"));
         }
     }
-    format!("{}: {} {}: {}{inf}", r.name, r.dtype, crate::shape::fmt_shape(r.shape), one_line(s))
+    let shapes = match r.shapes {
+        Some([a, b]) => {
+            format!(" (broadcast: {} in A, {} in B)", crate::shape::fmt_shape(a), crate::shape::fmt_shape(b))
+        }
+        None => String::new(),
+    };
+    format!("{}: {} {}{shapes}: {}{inf}", r.name, r.dtype, crate::shape::fmt_shape(r.shape), one_line(s))
 }
 
 #[cfg(test)]
@@ -266,7 +299,7 @@ mod tests {
     #[test]
     fn a_members_line_counts_the_infinities_its_extremes_leave_out() {
         let s = summary_f32(&[0.5, f32::NEG_INFINITY, 0.0]);
-        let row = Row { name: "w", dtype: "float32", shape: &[3], summary: &s };
+        let row = Row { name: "w", dtype: "float32", shape: &[3], shapes: None, summary: &s };
         assert_eq!(line(&row), "w: float32 [3]: 2 of 3 elements non-zero (0 NaN), min 0, max 0.5, mean 0.25, 1 -inf");
         assert_eq!(key(Op::Sub, &s), Key::Float(f64::INFINITY));
     }

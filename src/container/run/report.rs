@@ -4,7 +4,7 @@
 use super::{digest, MemberRun, Trace};
 use crate::backend::directml::verify::Verified;
 use crate::config::Config;
-use crate::container::pairs::Pairing;
+use crate::container::pairs::{Pairing, Reshaped};
 use crate::outcome::Outcome;
 use crate::report::container::*;
 use crate::report::{ms, BackendInfo, BroadcastInfo, Head, RunStatus};
@@ -12,11 +12,12 @@ use crate::spec::dml::descriptors;
 use crate::spec::level::LevelChoice;
 use crate::spec::matrix::row_for;
 use crate::summary::{Accumulator, Summary};
+use crate::verdict::Scope;
 use digest::differs;
 use std::time::Duration;
 
 /// `--stats` on standard error ([`digest::print`]): the totals, then the worst members.
-pub(super) fn print_summary(cfg: &Config, members: &[MemberRun], merged: &Merged) {
+pub(super) fn print_summary(cfg: &Config, members: &[MemberRun], reshaped: &[Reshaped], merged: &Merged) {
     if !cfg.summarise {
         return;
     }
@@ -27,6 +28,7 @@ pub(super) fn print_summary(cfg: &Config, members: &[MemberRun], merged: &Merged
                 name: &m.pair.name,
                 dtype: m.dtype.map_or("-", |d| d.name()),
                 shape: m.validation.out_shape.as_deref().unwrap_or(&[]),
+                shapes: m.shapes_differ().then(|| [m.inputs[0].shape.as_slice(), m.inputs[1].shape.as_slice()]),
                 summary: m.summary.as_ref()?,
             })
         })
@@ -36,7 +38,7 @@ pub(super) fn print_summary(cfg: &Config, members: &[MemberRun], merged: &Merged
         Merged { all: None, float: Some(f), int: Some(i) } => vec![("float members", f), ("integer members", i)],
         _ => Vec::new(),
     };
-    digest::print(cfg, &rows, &totals);
+    digest::print(cfg, &rows, reshaped, &totals);
 }
 
 /// The members' summaries merged: `all` when they are of one kind, else one per kind.
@@ -54,10 +56,15 @@ pub(super) struct Merging {
     int: Option<Accumulator>,
     /// `--verify`: every pair's verdict, merged.
     pub(super) verified: Option<Verified>,
+    /// `--verify`: the verdicts merged so far (members finish in their order).
+    verdicts: u64,
 }
 
 impl Merging {
-    pub(super) fn verified(&mut self, v: Verified) {
+    /// Adds the verdict of member `name`.
+    pub(super) fn verified(&mut self, name: &str, v: Verified) {
+        let v = v.scoped(Scope::Member(name.to_string(), self.verdicts));
+        self.verdicts += 1;
         match &mut self.verified {
             Some(mine) => mine.merge(&v),
             None => self.verified = Some(v),
@@ -96,7 +103,7 @@ pub(super) fn report(
 ) -> ContainerReport {
     let (status, error) = outcome.status();
     let merged = trace.merging.finish();
-    let verify = trace.merging.verified.filter(|_| status == RunStatus::Ok);
+    let verify = trace.merging.verified;
     let computed = trace.execute.is_some();
     let minimum = if members.iter().all(|m| m.validation.minimum_level.is_some()) {
         members.iter().filter_map(|m| m.validation.minimum_level).max().map(|l| l.to_string())
@@ -109,9 +116,14 @@ pub(super) fn report(
         ok: members.iter().filter(|m| m.validation.valid()).count(),
         invalid: members.iter().filter(|m| !m.validation.valid()).count(),
         unpaired: pairing.only_in_a.len() + pairing.only_in_b.len(),
+        shape_changed: pairing.reshaped.len(),
         minimum_feature_level: minimum,
         elements: members.iter().map(|m| m.elements).sum(),
-        differing: (cfg.summarise && computed).then(|| summaries.iter().flatten().filter(|s| differs(s)).count()),
+        differing: (cfg.summarise && computed).then(|| {
+            let computed_differ =
+                members.iter().filter(|m| m.summary.as_ref().is_some_and(|s| differs(s) || m.shapes_differ())).count();
+            computed_differ + pairing.reshaped.len()
+        }),
         stats: merged.all,
         stats_by_kind: match (merged.float, merged.int) {
             (Some(float), Some(int)) => Some(StatsByKind { float, int }),
@@ -135,6 +147,7 @@ pub(super) fn report(
         unpaired: Unpaired {
             only_in_a: pairing.only_in_a.clone(),
             only_in_b: pairing.only_in_b.clone(),
+            shape_changed: pairing.reshaped.clone(),
             skipped: cfg.skip_unpaired,
         },
         totals,
@@ -169,12 +182,13 @@ pub(super) fn entry(cfg: &Config, m: MemberRun, stats: Option<Summary>, rank: Op
     };
     MemberEntry {
         status: if valid { RunStatus::Ok } else { RunStatus::Invalid },
+        shapes_differ: m.shapes_differ(),
         inputs: m.inputs,
         support_row: m.validation.support_row.map(|r| r.to_string()),
         minimum_feature_level: m.validation.minimum_level.map(|l| l.to_string()),
         broadcast: match (&m.validation.out_shape, m.strides) {
             (Some(shape), Some(strides)) => {
-                Some(BroadcastInfo { mode: cfg.broadcast.name(), shape: shape.clone(), strides })
+                Some(BroadcastInfo { mode: m.broadcast.name(), shape: shape.clone(), strides })
             }
             _ => None,
         },

@@ -1,6 +1,7 @@
-//! One pair of elements, as `compare` sees it: their values, their absolute difference (exact:
-//! an integer, or for floats an odd significand times a power of two), their distance in units
-//! in the last place, how they print, and whether they are within the tolerances given.
+//! One pair of elements, as every verdict sees it: their values, their absolute difference
+//! (exact: an integer, or for floats an odd significand times a power of two), their distance in
+//! units in the last place, how they print (value and bits), and whether they are within the
+//! tolerances given. The one definition of each (`docs/cli.md`, "Verdicts").
 
 use crate::dtype::DType;
 use crate::report::summary::float_text;
@@ -10,7 +11,7 @@ use num_bigint::BigInt;
 use std::cmp::Ordering;
 
 /// An element as a double (exact for floats and for integers up to 2^53).
-pub(super) fn value(dtype: DType, b: &[u8]) -> f64 {
+pub fn value(dtype: DType, b: &[u8]) -> f64 {
     let mut x = [0u8; 8];
     x[..b.len()].copy_from_slice(b);
     match dtype {
@@ -39,7 +40,7 @@ fn integer(dtype: DType, b: &[u8]) -> i128 {
 /// An absolute difference, exactly: an integer's, or two finite floats' as an exact sum;
 /// `Infinite` where one side is infinite (the other finite, or of the other sign).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Diff {
+pub enum Diff {
     Int(u128),
     Float(ExactSum),
     Infinite,
@@ -47,7 +48,7 @@ pub(super) enum Diff {
 
 impl Diff {
     /// Exact order of two differences.
-    pub(super) fn cmp_exact(&self, other: &Diff) -> Ordering {
+    pub fn cmp_exact(&self, other: &Diff) -> Ordering {
         match (self, other) {
             (Diff::Infinite, Diff::Infinite) => Ordering::Equal,
             (Diff::Infinite, _) => Ordering::Greater,
@@ -61,7 +62,7 @@ impl Diff {
 
     /// Every digit: the integer, the exact decimal expansion of a float difference (a binary
     /// fraction always has one: `2^-3` is `0.125`), or `inf`.
-    pub(super) fn decimal(&self) -> String {
+    pub fn decimal(&self) -> String {
         match self {
             Diff::Int(i) => i.to_string(),
             Diff::Float(e) => decimal(e),
@@ -71,7 +72,7 @@ impl Diff {
 
     /// For text: the float64 nearest the difference in its shortest digits ([`float_text`]),
     /// saying so when that is not the difference itself; an integer's digits.
-    pub(super) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         match self {
             Diff::Int(i) => i.to_string(),
             Diff::Infinite => "inf".to_string(),
@@ -122,7 +123,7 @@ fn exact_of(x: f64) -> ExactSum {
 }
 
 /// `|a - b|` of two elements that are not NaN: exact.
-pub(super) fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
+pub fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
     if !dtype.is_float() {
         return Diff::Int((integer(dtype, a) - integer(dtype, b)).unsigned_abs());
     }
@@ -138,23 +139,23 @@ pub(super) fn abs_diff(dtype: DType, a: &[u8], b: &[u8]) -> Diff {
     Diff::Float(d)
 }
 
-/// Units in the last place from `a` to `b` (floats): the count of representable values between
-/// them, 0 for +0 and -0; `None` for integers, NaNs, and an infinity against a finite value.
+/// Units in the last place from `a` to `b`: for floats the count of steps between them in the
+/// type's ordered values (adjacent floats are 1 apart, +0 and -0 are 0 apart, the smallest
+/// subnormals either side of zero 2 apart, and an infinity and itself 0); for integers their
+/// difference (the spacing of integers is 1). `None` where a NaN is involved, and for an
+/// infinity against anything but itself (a finite value is no number of steps from infinity,
+/// whatever the bit patterns say). Saturates at `u64::MAX`.
 pub fn ulp_distance(dtype: DType, a: &[u8], b: &[u8]) -> Option<u64> {
-    let bits = match dtype {
-        DType::F16 | DType::BF16 => 16u32,
-        DType::F32 => 32,
-        DType::F64 => 64,
-        _ => return None,
-    };
+    if !dtype.is_float() {
+        return Some(u64::try_from((integer(dtype, a) - integer(dtype, b)).unsigned_abs()).unwrap_or(u64::MAX));
+    }
     let (va, vb) = (value(dtype, a), value(dtype, b));
-    if va.is_nan() || vb.is_nan() || (va.is_infinite() != vb.is_infinite()) {
+    if va.is_nan() || vb.is_nan() || ((va.is_infinite() || vb.is_infinite()) && va != vb) {
         return None;
     }
+    let bits = 8 * dtype.size() as u32;
     let raw = |x: &[u8]| -> i128 {
-        let mut buf = [0u8; 8];
-        buf[..x.len()].copy_from_slice(x);
-        let u = u64::from_le_bytes(buf) as u128;
+        let u = u128::from(bits_of(x));
         let sign = 1u128 << (bits - 1);
         let magnitude = (u & (sign - 1)) as i128;
         if u & sign != 0 {
@@ -164,6 +165,18 @@ pub fn ulp_distance(dtype: DType, a: &[u8], b: &[u8]) -> Option<u64> {
         }
     };
     Some((raw(a) - raw(b)).unsigned_abs() as u64)
+}
+
+/// An element's bits as a number (little-endian bytes, at most 8).
+pub fn bits_of(b: &[u8]) -> u64 {
+    let mut x = [0u8; 8];
+    x[..b.len()].copy_from_slice(b);
+    u64::from_le_bytes(x)
+}
+
+/// An element's bits in hexadecimal, as wide as its type: `0x3C00`.
+pub fn bits_text(b: &[u8]) -> String {
+    format!("0x{:0w$X}", bits_of(b), w = 2 * b.len())
 }
 
 /// `--atol`, `--rtol` and `--ulps`: how far apart two elements may be and still count as equal.
@@ -191,7 +204,7 @@ impl Tolerance {
     /// `isclose`, `|a - b| <= atol + rtol * |b|` (exactly, with no rounding), or at most `ulps`
     /// apart (integers: `ulps` units of 1). A NaN is equal only to the same bits (so never
     /// here), and an infinity only to itself.
-    pub(super) fn allows(&self, dtype: DType, a: &[u8], b: &[u8]) -> bool {
+    pub fn allows(&self, dtype: DType, a: &[u8], b: &[u8]) -> bool {
         if dtype.is_float() && !(value(dtype, a).is_finite() && value(dtype, b).is_finite()) {
             return false;
         }
@@ -199,6 +212,7 @@ impl Tolerance {
             let units = if dtype.is_float() {
                 ulp_distance(dtype, a, b).map(u128::from)
             } else {
+                // Exact, even past u64: the difference of two 64-bit integers.
                 Some((integer(dtype, a) - integer(dtype, b)).unsigned_abs())
             };
             units.is_some_and(|u| u <= u128::from(n))
@@ -241,9 +255,9 @@ impl Tolerance {
 
 /// An element as the shortest decimal that reads back as the same value in its dtype, so two
 /// neighbouring floats never print alike; a NaN with its bits, so two NaNs can be told apart.
-pub(super) fn exact(dtype: DType, b: &[u8]) -> String {
+pub fn exact(dtype: DType, b: &[u8]) -> String {
     if value(dtype, b).is_nan() && dtype.is_float() {
-        return format!("NaN (0x{:0w$X})", crate::dxdispatch::values::bits(b), w = 2 * b.len());
+        return format!("NaN ({})", bits_text(b));
     }
     match dtype {
         DType::F16 => {
@@ -259,7 +273,7 @@ pub(super) fn exact(dtype: DType, b: &[u8]) -> String {
         DType::BF16 => f32_text(f32::from(half::bf16::from_le_bytes([b[0], b[1]]))),
         DType::F32 => f32_text(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         DType::F64 => float_text(value(dtype, b)),
-        _ => crate::dxdispatch::values::format(dtype, b),
+        _ => integer(dtype, b).to_string(),
     }
 }
 
@@ -288,7 +302,18 @@ mod tests {
         assert_eq!(ulp_distance(DType::F32, &f(f32::INFINITY), &f(f32::MAX)), None);
         let h = |x: f32| f16::from_f32(x).to_le_bytes();
         assert_eq!(ulp_distance(DType::F16, &h(1.0), &h(1.0 + 1.0 / 1024.0)), Some(1));
-        assert_eq!(ulp_distance(DType::I32, &1i32.to_le_bytes(), &2i32.to_le_bytes()), None);
+        // An infinity is no number of steps from a finite value; it is 0 from itself.
+        assert_eq!(ulp_distance(DType::F16, &h(65504.0), &f16::INFINITY.to_le_bytes()), None);
+        assert_eq!(ulp_distance(DType::F16, &f16::INFINITY.to_le_bytes(), &f16::INFINITY.to_le_bytes()), Some(0));
+        assert_eq!(ulp_distance(DType::F32, &f(f32::INFINITY), &f(f32::NEG_INFINITY)), None);
+        // Integers: their difference, exactly, saturating past u64.
+        assert_eq!(ulp_distance(DType::I32, &1i32.to_le_bytes(), &(-2i32).to_le_bytes()), Some(3));
+        assert_eq!(ulp_distance(DType::I8, &[0x80], &[0x7f]), Some(255));
+        assert_eq!(ulp_distance(DType::U64, &u64::MAX.to_le_bytes(), &0u64.to_le_bytes()), Some(u64::MAX));
+        assert_eq!(ulp_distance(DType::I64, &i64::MAX.to_le_bytes(), &i64::MIN.to_le_bytes()), Some(u64::MAX));
+        // Subnormals count like any float: the smallest float16 subnormal is 1 from zero.
+        assert_eq!(ulp_distance(DType::F16, &f16::from_bits(1).to_le_bytes(), &h(0.0)), Some(1));
+        assert_eq!(ulp_distance(DType::BF16, &[0x80, 0x3f], &[0x81, 0x3f]), Some(1));
     }
 
     #[test]
