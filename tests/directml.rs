@@ -245,6 +245,7 @@ fn in_place_containers_and_models_with_several_dispatches() {
     let report = r.stdout_json();
     assert_eq!(report["verify"]["identical"], true);
     assert_eq!(report["verify"]["elements"], 5);
+    assert_eq!(report["verify"]["covered"], serde_json::json!(["w", "x"]));
 
     dir.write("ma.npy", &npy(&[4], &[3.0f32, 2.0, 1.0, 0.0]));
     let model = r#"{
@@ -273,6 +274,7 @@ fn in_place_containers_and_models_with_several_dispatches() {
     let run: Value = serde_json::from_slice(&fs::read(dir.path("run.json")).expect("run report")).expect("json");
     assert_eq!(run["verify"]["identical"], true, "{}", run["verify"]);
     assert_eq!(run["verify"]["elements"], 8);
+    assert_eq!(run["verify"]["covered"], serde_json::json!(["commands[0] minus", "commands[1] square"]));
     let dml = fs::read(dir.path("out.npy")).expect("out");
     dir.run(&["run", "model.json"]).ok();
     assert_eq!(fs::read(dir.path("out.npy")).expect("out"), dml);
@@ -313,7 +315,11 @@ fn an_injected_mismatch_is_exit_4_with_count_ulps_and_the_rule_followed() {
         (false.into(), 3.into(), 1.into()),
         "{v}"
     );
-    assert_eq!(v["first_difference"], 0);
+    // The first difference, located: its index, both values and both bit patterns.
+    let first = &v["first_difference"];
+    assert_eq!((first["element"].clone(), first["index"].clone()), (0.into(), serde_json::json!([0])), "{v}");
+    assert_eq!((first["a_bits"].clone(), first["b_bits"].clone()), ("0x3BFF".into(), "0x3C00".into()), "{v}");
+    assert_eq!((v["complete"].clone(), v["compared"].clone()), (true.into(), 4.into()), "{v}");
     let d3d = v["float16_rules"].as_array().expect("rules").iter().find(|x| x["rule"] == "d3d").cloned().expect("d3d");
     assert_eq!(d3d["matching"], 4);
     let got = parse_npy(&fs::read(dir.path("o.npy")).expect("o")).data;
@@ -400,4 +406,69 @@ fn parts_and_stats_run_on_directml_as_on_the_cpu() {
         dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "s.npy", "--stats", "--backend", "directml", "--report", "-"]);
     let cpu: Value = serde_json::from_slice(&fs::read(dir.path("cpu.json")).expect("cpu report")).expect("json");
     assert_eq!(out.ok().stdout_json()["stats"], cpu["stats"], "--stats of DirectML's bytes equal the CPU's");
+}
+
+/// A run whose standard output closes before DirectML's result is all written: its verdict
+/// covers what was compared, is never "identical", and the run exits 4 (not verified).
+#[cfg(windows)]
+#[test]
+fn a_verdict_over_part_of_the_output_is_never_identical() {
+    use std::process::{Command, Stdio};
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..1 << 16).map(|i| i as f32).collect();
+    dir.write("a.npy", &npy(&[1 << 8, 1 << 8], &a));
+    dir.write("b.npy", &npy(&[1 << 8], &[0.5f32; 1 << 8]));
+    let mut child = Command::new(bin())
+        .args(["sub", "a.npy", "b.npy", "-o", "-", "--backend", "directml", "--verify", "--report", "r.json"])
+        .current_dir(dir.root())
+        .env("TENSOROP_DIRECTML_CHUNK_BYTES", "1024")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tensorop");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("not verified"), "{stderr}");
+    let v = dir.report("r.json")["verify"].clone();
+    assert_eq!((v["identical"].clone(), v["complete"].clone()), (false.into(), false.into()), "{v}");
+    assert_eq!(v["elements"], 1 << 16, "{v}");
+    assert!(v["compared"].as_u64().is_some_and(|n| n < 1 << 16), "{v}");
+}
+
+/// `--part`: each part's verdict travels in its marker; the part that commits the job says
+/// whether every part verified, and exits 4 when one did not.
+#[cfg(windows)]
+#[test]
+fn the_committing_part_says_whether_every_part_verified() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let a: Vec<f32> = (0..64).map(|i| i as f32 * 0.75).collect();
+    dir.write("a.npy", &npy(&[8, 8], &a));
+    dir.write("b.npy", &npy(&[8], &[0.25f32; 8]));
+    let part = |k: &str, verify: bool, report: &str| {
+        let mut args = vec!["sqdiff", "a.npy", "b.npy", "-o", "o.npy", "--part", k, "--backend", "directml"];
+        if verify {
+            args.push("--verify");
+        }
+        args.extend(["--report", report]);
+        dir.run(&args)
+    };
+    part("1/2", true, "p1.json").ok();
+    part("2/2", true, "p2.json").ok();
+    let v = dir.report("p2.json")["verify"].clone();
+    assert_eq!(v["identical"], true, "{v}");
+    assert_eq!(v["parts"]["identical"], serde_json::json!([1, 2]), "{v}");
+    // Part 2 without --verify: the committing part 1 cannot say the result verified.
+    part("2/2", false, "q2.json").ok();
+    part("1/2", true, "q1.json").expect_code(4).stderr_mentions("parts [2] of 2");
+    let v = dir.report("q1.json")["verify"].clone();
+    assert_eq!((v["identical"].clone(), v["parts"]["verified"].clone()), (false.into(), serde_json::json!([1])), "{v}");
+    assert!(dir.exists("o.npy"), "the result is committed all the same");
 }
