@@ -51,7 +51,7 @@ fn bench_dtype<T: Arith>(c: &mut Criterion, dtype: DType) {
     g.throughput(Throughput::Bytes((3 * N * dtype.size()) as u64));
     // float16 also under Direct3D's rule, whose conversion the kernels add to the nearest one.
     let rules: &[Float16Rule] =
-        if dtype == DType::F16 { &[Float16Rule::Nearest, Float16Rule::D3d] } else { &[Float16Rule::Nearest] };
+        if dtype == DType::F16 { &[Float16Rule::Nearest, Float16Rule::TowardZeroInf] } else { &[Float16Rule::Nearest] };
     for (op, &float16) in Op::ALL.into_iter().flat_map(|op| rules.iter().map(move |r| (op, r))) {
         let sem = Semantics { op, float16 };
         let name = match float16 {

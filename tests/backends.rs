@@ -131,8 +131,10 @@ fn wgpu_matches_cpu_bit_for_bit_on_every_dtype_shape_and_op() {
             let mut variants: Vec<Vec<&str>> = Op::ALL.iter().map(|op| vec![op.name()]).collect();
             if kind == "f2" {
                 variants.push(vec!["sqdiff", "--half-precision"]);
-                variants.push(vec!["sub", "--float16", "d3d"]);
-                variants.push(vec!["sqdiff", "--float16", "d3d"]);
+                variants.push(vec!["sub", "--float16", "toward-zero-inf"]);
+                variants.push(vec!["sqdiff", "--float16", "toward-zero-inf"]);
+                variants.push(vec!["sub", "--float16", "toward-zero-saturate"]);
+                variants.push(vec!["sqdiff", "--float16", "toward-zero-saturate"]);
             }
             for v in variants {
                 let args = [&v[..], &["a.npy", "b.npy", "--feature-level", "none", "-q"]].concat();
@@ -441,8 +443,10 @@ fn float16_emulation_is_exact_at_its_rounding_midpoints() {
     // And Direct3D's conversion, whose edges the same pairs reach: differences and squares just
     // past 65504 (65504 + 2^-8 is 0x7bff - 0x9c00), at it, at 2^-14 and across the subnormals.
     for op in Op::ALL {
-        let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q", "--float16", "d3d"];
-        native_and_emulated_match(&dir, &args, 2, true, &format!("float16 {} --float16 d3d", op.name()));
+        for rule in ["toward-zero-inf", "toward-zero-saturate"] {
+            let args = [op.name(), "a.npy", "b.npy", "--feature-level", "none", "-q", "--float16", rule];
+            native_and_emulated_match(&dir, &args, 2, true, &format!("float16 {} --float16 {rule}", op.name()));
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Property tests of the binary: over random shapes (ranks 0 to 5, zero-size and unit dimensions,
 //! broadcastable or not, both broadcast modes), all eleven dtypes, `sub`, `sqdiff`,
-//! `sqdiff --half-precision` and both under `--float16 d3d`, byte orders, storage orders and `.npy` versions, and element values
+//! `sqdiff --half-precision` and both under `--float16 toward-zero-inf` and `toward-zero-saturate`, byte orders, storage orders and `.npy` versions, and element values
 //! drawn half from all bit patterns and half from the awkward ones (NaNs, infinities, signed
 //! zeros, subnormals, the largest finite values, integer extremes), or in one case of three all
 //! from a few values whose differences round at a seam of the arithmetic (ties and near-ties at
@@ -38,16 +38,20 @@ enum Op {
     SqDiff,
     /// `sqdiff --half-precision` (differs from `sqdiff` for float16 only).
     SqDiffHalf,
-    /// `sub --float16 d3d` (differs from `sub` for float16 only).
-    SubD3d,
-    /// `sqdiff --float16 d3d` (differs from `sqdiff` for float16 only).
-    SqDiffD3d,
+    /// `sub --float16 toward-zero-inf` (differs from `sub` for float16 only).
+    SubTzInf,
+    /// `sqdiff --float16 toward-zero-inf` (differs from `sqdiff` for float16 only).
+    SqDiffTzInf,
+    /// `sub --float16 toward-zero-saturate` (differs from `sub` for float16 only).
+    SubTzSat,
+    /// `sqdiff --float16 toward-zero-saturate` (differs from `sqdiff` for float16 only).
+    SqDiffTzSat,
 }
 
 impl Op {
     /// Whether the result is a square (`sqdiff`).
     fn squares(self) -> bool {
-        !matches!(self, Op::Sub | Op::SubD3d)
+        !matches!(self, Op::Sub | Op::SubTzInf | Op::SubTzSat)
     }
 
     /// The command and its float16 flags.
@@ -56,8 +60,10 @@ impl Op {
             Op::Sub => &["sub"],
             Op::SqDiff => &["sqdiff"],
             Op::SqDiffHalf => &["sqdiff", "--half-precision"],
-            Op::SubD3d => &["sub", "--float16", "d3d"],
-            Op::SqDiffD3d => &["sqdiff", "--float16", "d3d"],
+            Op::SubTzInf => &["sub", "--float16", "toward-zero-inf"],
+            Op::SqDiffTzInf => &["sqdiff", "--float16", "toward-zero-inf"],
+            Op::SubTzSat => &["sub", "--float16", "toward-zero-saturate"],
+            Op::SqDiffTzSat => &["sqdiff", "--float16", "toward-zero-saturate"],
         }
     }
 }
@@ -282,7 +288,15 @@ fn storage() -> impl Strategy<Value = Storage> {
 fn case() -> impl Strategy<Value = Case> {
     (
         0..DTYPES.len(),
-        prop::sample::select(vec![Op::Sub, Op::SqDiff, Op::SqDiffHalf, Op::SubD3d, Op::SqDiffD3d]),
+        prop::sample::select(vec![
+            Op::Sub,
+            Op::SqDiff,
+            Op::SqDiffHalf,
+            Op::SubTzInf,
+            Op::SqDiffTzInf,
+            Op::SubTzSat,
+            Op::SqDiffTzSat,
+        ]),
         prop::bool::weighted(0.1),
         shapes(),
         [storage(), storage()],
@@ -360,16 +374,26 @@ fn binade(v: f64) -> i32 {
     }
 }
 
-/// float32 to float16 bits by Direct3D's rule: toward zero (subnormals kept), any value beyond
-/// 65504 in magnitude to infinity.
-fn f32_to_f16_d3d(x: f32) -> u16 {
+/// float32 to float16 bits toward zero (subnormals kept), as DirectML 1.13 and later store
+/// float16: any value beyond 65504 in magnitude to infinity.
+fn f32_to_f16_tz_inf(x: f32) -> u16 {
+    f32_to_f16_toward_zero(x, false)
+}
+
+/// float32 to float16 bits toward zero, as DirectML 1.8 to 1.12 store float16 (Direct3D's
+/// written rule): a finite value beyond 65504 in magnitude saturates at 65504, infinities stay.
+fn f32_to_f16_tz_sat(x: f32) -> u16 {
+    f32_to_f16_toward_zero(x, true)
+}
+
+fn f32_to_f16_toward_zero(x: f32, saturate: bool) -> u16 {
     let sign = if x.is_sign_negative() { 0x8000u16 } else { 0 };
     if x.is_nan() {
         return 0x7e00;
     }
     let v = f64::from(x.abs());
     if v > 65504.0 {
-        return sign | 0x7c00;
+        return sign | if saturate && v.is_finite() { 0x7bff } else { 0x7c00 };
     }
     if v < 2f64.powi(-14) {
         return sign | (v * 2f64.powi(24)).floor() as u16;
@@ -385,14 +409,18 @@ fn reference(kind: char, size: usize, op: Op, a: u64, b: u64) -> u64 {
         ('f', 2) => {
             let d = f16_to_f32(a as u16) - f16_to_f32(b as u16);
             let r = match op {
-                Op::Sub | Op::SubD3d => d,
-                Op::SqDiff | Op::SqDiffD3d => d * d,
+                Op::Sub | Op::SubTzInf | Op::SubTzSat => d,
+                Op::SqDiff | Op::SqDiffTzInf | Op::SqDiffTzSat => d * d,
                 Op::SqDiffHalf => {
                     let h = f16_to_f32(f32_to_f16(d));
                     h * h
                 }
             };
-            u64::from(if matches!(op, Op::SubD3d | Op::SqDiffD3d) { f32_to_f16_d3d(r) } else { f32_to_f16(r) })
+            u64::from(match op {
+                Op::SubTzInf | Op::SqDiffTzInf => f32_to_f16_tz_inf(r),
+                Op::SubTzSat | Op::SqDiffTzSat => f32_to_f16_tz_sat(r),
+                Op::Sub | Op::SqDiff | Op::SqDiffHalf => f32_to_f16(r),
+            })
         }
         ('f', 4) => {
             let d = f32::from_bits(a as u32) - f32::from_bits(b as u32);
@@ -670,16 +698,19 @@ fn assert_reference_float16_conversions_are_exact() {
             assert_eq!(f32_to_f16(mid), half::f16::from_f32(mid).to_bits(), "midpoint {mid:e}");
         }
     }
-    // Direct3D's rule: every finite float16 is kept, the float32 value just above a positive
+    // Toward zero: every finite float16 is kept, the float32 value just above a positive
     // one truncates to it (past 65504: infinity), the one just below to its predecessor.
     for h in 1..0x7c00u16 {
         let x = f16_to_f32(h);
         let above = if h == 0x7bff { 0x7c00 } else { h };
         for (v, want) in [(x, h), (f32::from_bits(x.to_bits() + 1), above), (f32::from_bits(x.to_bits() - 1), h - 1)] {
-            assert_eq!(f32_to_f16_d3d(v), want, "d3d {v:e}");
-            assert_eq!(f32_to_f16_d3d(-v), want | 0x8000, "d3d {:e}", -v);
+            assert_eq!(f32_to_f16_tz_inf(v), want, "toward-zero-inf {v:e}");
+            assert_eq!(f32_to_f16_tz_inf(-v), want | 0x8000, "toward-zero-inf {:e}", -v);
         }
     }
-    assert_eq!(f32_to_f16_d3d(65504.004), 0x7c00);
-    assert_eq!(f32_to_f16_d3d(f32::NEG_INFINITY), 0xfc00);
+    assert_eq!(f32_to_f16_tz_inf(65504.004), 0x7c00);
+    assert_eq!(f32_to_f16_tz_inf(f32::NEG_INFINITY), 0xfc00);
+    assert_eq!(f32_to_f16_tz_sat(65504.004), 0x7bff);
+    assert_eq!(f32_to_f16_tz_sat(-1e30), 0xfbff);
+    assert_eq!(f32_to_f16_tz_sat(f32::NEG_INFINITY), 0xfc00);
 }

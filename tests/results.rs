@@ -573,15 +573,22 @@ fn float16_sqdiff_half_precision_rounds_the_difference_first() {
 /// DirectML's float16 results as measured on a device without native 16-bit arithmetic, and the
 /// other rules' on the same inputs.
 #[test]
-fn float16_d3d_rounds_toward_zero_and_past_65504_to_infinity() {
+fn float16_toward_zero_rules_truncate_and_overflow_by_release() {
     // 1 - 2^-24, (1 + 2^-9) - 2^-11 (a tie), 65504 - (-1), -65504 - 1, 65504 - 0, subnormals,
     // -1 + 2^-24, NaN, infinity.
     let a = [H(0x3c00), H(0x3c02), H(0x7bff), H(0xfbff), H(0x7bff), H(0x0003), H(0xbc00), H(0x7e00), H(0x7c00)];
     let b = [H(0x0001), H(0x1000), H(0xbc00), H(0x3c00), H(0x0000), H(0x0001), H(0x8001), H(0x3c00), H(0x3c00)];
-    let d3d = [H(0x3bff), H(0x3c01), H(0x7c00), H(0xfc00), H(0x7bff), H(0x0002), H(0xbbff), H(0x7e00), H(0x7c00)];
+    let inf = [H(0x3bff), H(0x3c01), H(0x7c00), H(0xfc00), H(0x7bff), H(0x0002), H(0xbbff), H(0x7e00), H(0x7c00)];
+    // DirectML 1.8 to 1.12: the same, but 65504 - (-1) saturates at 65504.
+    let sat = [H(0x3bff), H(0x3c01), H(0x7bff), H(0xfbff), H(0x7bff), H(0x0002), H(0xbbff), H(0x7e00), H(0x7c00)];
     let nearest = [H(0x3c00), H(0x3c02), H(0x7bff), H(0xfbff), H(0x7bff), H(0x0002), H(0xbc00), H(0x7e00), H(0x7c00)];
     let n = a.len();
-    assert_same_bits(&run_op("sub", &[n], &a, &[n], &b, &["--float16", "d3d"]), &d3d);
+    for rule in [&["--float16", "toward-zero-inf"][..], &["--float16", "d3d"], &["--directml-version", "1.13"]] {
+        assert_same_bits(&run_op("sub", &[n], &a, &[n], &b, rule), &inf);
+    }
+    for rule in [&["--float16", "toward-zero-saturate"][..], &["--directml-version", "1.8.0"]] {
+        assert_same_bits(&run_op("sub", &[n], &a, &[n], &b, rule), &sat);
+    }
     assert_same_bits(&run_op("sub", &[n], &a, &[n], &b, &[]), &nearest);
     assert_same_bits(&run_op("sub", &[n], &a, &[n], &b, &["--float16", "nearest"]), &nearest);
     assert_same_bits(&run_op("sub", &[n], &a, &[n], &b, &["--float16", "per-step"]), &nearest);
@@ -590,7 +597,8 @@ fn float16_d3d_rounds_toward_zero_and_past_65504_to_infinity() {
     let a = [H(0x3c17), H(0x5cb0), H(0x0e00), H(0x3c02)];
     let b = [H(0x0000), H(0x0000), H(0x0000), H(0x1000)];
     let sq = |extra: &[&str]| run_op("sqdiff", &[4], &a, &[4], &b, extra);
-    assert_same_bits(&sq(&["--float16", "d3d"]), &[H(0x3c2e), H(0x7c00), H(0x0002), H(0x3c03)]);
+    assert_same_bits(&sq(&["--float16", "toward-zero-inf"]), &[H(0x3c2e), H(0x7c00), H(0x0002), H(0x3c03)]);
+    assert_same_bits(&sq(&["--float16", "toward-zero-saturate"]), &[H(0x3c2e), H(0x7bff), H(0x0002), H(0x3c03)]);
     assert_same_bits(&sq(&[]), &[H(0x3c2f), H(0x7c00), H(0x0002), H(0x3c03)]);
     // per-step rounds (1 + 2^-9) - 2^-11 to 1 + 2^-9 first: squared, 1 + 2^-8 + 2^-18.
     assert_same_bits(&sq(&["--float16", "per-step"]), &[H(0x3c2f), H(0x7c00), H(0x0002), H(0x3c04)]);
@@ -601,7 +609,7 @@ fn float16_d3d_rounds_toward_zero_and_past_65504_to_infinity() {
 fn half_precision_and_another_float16_rule_are_a_usage_error() {
     let dir = Dir::new();
     dir.write("a.npy", &npy(&[1], &[H(0x3c00)]));
-    for rule in ["nearest", "d3d"] {
+    for rule in ["nearest", "toward-zero-inf", "toward-zero-saturate"] {
         dir.run(&["sqdiff", "a.npy", "a.npy", "-o", "c.npy", "--half-precision", "--float16", rule])
             .expect_code(2)
             .stderr_mentions(&format!("--half-precision is --float16 per-step, which contradicts --float16 {rule}"));

@@ -32,10 +32,16 @@ pub trait Arith: Element + Copy {
     fn round(w: Self::Wide) -> Self::Wide {
         w
     }
-    /// An intermediate converted to float16 by Direct3D's rule ([`Steps::round_d3d`]); the
-    /// identity for every type but float16.
+    /// An intermediate converted to float16 toward zero, overflowing to infinity
+    /// ([`Steps::round_tz_inf`]); the identity for every type but float16.
     #[inline(always)]
-    fn round_d3d(w: Self::Wide) -> Self::Wide {
+    fn round_tz_inf(w: Self::Wide) -> Self::Wide {
+        w
+    }
+    /// An intermediate converted to float16 toward zero, saturating at ±65504
+    /// ([`Steps::round_tz_sat`]); the identity for every type but float16.
+    #[inline(always)]
+    fn round_tz_sat(w: Self::Wide) -> Self::Wide {
         w
     }
     /// The slice kernel; the default is a loop per formula that the compiler vectorises.
@@ -62,8 +68,12 @@ impl<T: Arith> Steps for ElementSteps<T> {
         T::round(v)
     }
     #[inline(always)]
-    fn round_d3d(&mut self, v: T::Wide) -> T::Wide {
-        T::round_d3d(v)
+    fn round_tz_inf(&mut self, v: T::Wide) -> T::Wide {
+        T::round_tz_inf(v)
+    }
+    #[inline(always)]
+    fn round_tz_sat(&mut self, v: T::Wide) -> T::Wide {
+        T::round_tz_sat(v)
     }
 }
 

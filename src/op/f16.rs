@@ -1,6 +1,6 @@
 //! The 16-bit floats' arithmetic: float32 inside, rounded to float16 (or bfloat16) at the end,
-//! to nearest even or, for float16 under `--float16 d3d`, by Direct3D's conversion rule
-//! ([`f32_to_f16_d3d`]). float16's slice kernel is a fused F16C pass on x86-64 CPUs that have
+//! to nearest even or, for float16 under the toward-zero rules, toward zero, overflowing to
+//! infinity ([`f32_to_f16_tz_inf`]) or saturating at 65504 ([`f32_to_f16_tz_sat`]). float16's slice kernel is a fused F16C pass on x86-64 CPUs that have
 //! it, and block conversions with `half` elsewhere; bfloat16's is the portable loop (its
 //! conversions are bit shifts and an integer rounding, which the compiler vectorises).
 
@@ -35,8 +35,12 @@ impl Arith for f16 {
         f16::from_f32(w).to_f32()
     }
     #[inline(always)]
-    fn round_d3d(w: f32) -> f32 {
-        f16::from_bits(f32_to_f16_d3d(w)).to_f32()
+    fn round_tz_inf(w: f32) -> f32 {
+        f16::from_bits(f32_to_f16_tz_inf(w)).to_f32()
+    }
+    #[inline(always)]
+    fn round_tz_sat(w: f32) -> f32 {
+        f16::from_bits(f32_to_f16_tz_sat(w)).to_f32()
     }
 
     /// On x86-64 with F16C and AVX (detected once, `f16_x86::available`), one fused pass: 8 or
@@ -53,13 +57,13 @@ impl Arith for f16 {
     }
 }
 
-/// float32 -> float16 bits by Direct3D's conversion rule (`--float16 d3d`): round toward zero,
-/// subnormal results kept (truncated into the subnormal range), any value beyond 65504 (the
-/// largest finite float16) in magnitude to infinity of its sign, where IEEE's round toward zero
-/// would give 65504; infinities stay infinities. A NaN becomes the NaN the nearest conversion
+/// float32 -> float16 bits as DirectML 1.13 and later store float16 (`--float16
+/// toward-zero-inf`): round toward zero, subnormal results kept (truncated into the subnormal
+/// range), any value beyond 65504 (the largest finite float16) in magnitude to infinity of its
+/// sign, where IEEE's round toward zero would give 65504; infinities stay infinities. A NaN becomes the NaN the nearest conversion
 /// (`f16::from_f32`) makes of it: its sign, the quiet bit, and the top 10 payload bits.
 #[inline(always)]
-pub(crate) fn f32_to_f16_d3d(x: f32) -> u16 {
+pub(crate) fn f32_to_f16_tz_inf(x: f32) -> u16 {
     let bits = x.to_bits();
     let sign = ((bits >> 16) & 0x8000) as u16;
     let ax = bits & 0x7fff_ffff;
@@ -83,10 +87,25 @@ pub(crate) fn f32_to_f16_d3d(x: f32) -> u16 {
     sign | (m >> (126 - e)) as u16
 }
 
+/// float32 -> float16 bits by Direct3D's written conversion rule, as DirectML 1.8 to 1.12 store
+/// float16 (`--float16 toward-zero-saturate`): IEEE's round toward zero, so a finite value
+/// beyond 65504 in magnitude saturates at ±65504 ("the maximum representable value, not
+/// including signed infinity"), infinities stay infinities, and otherwise as
+/// [`f32_to_f16_tz_inf`].
+#[inline(always)]
+pub(crate) fn f32_to_f16_tz_sat(x: f32) -> u16 {
+    let ax = x.to_bits() & 0x7fff_ffff;
+    if ax > 0x477f_e000 && ax < 0x7f80_0000 {
+        return ((x.to_bits() >> 16) & 0x8000) as u16 | 0x7bff;
+    }
+    f32_to_f16_tz_inf(x)
+}
+
 /// bfloat16 arithmetic is float16's with bfloat16's rounding: carried out in float32 (every
 /// bfloat16 is a float32, so widening is exact) and rounded to nearest even once at the end (and,
-/// with [`Formula::SqDiffRounded`], once more after the difference). NaN stays NaN. Direct3D's
-/// float16 rule does not apply (`round_d3d` is the identity): bfloat16 has no DirectML type.
+/// with [`Formula::SqDiffRounded`], once more after the difference). NaN stays NaN. The
+/// toward-zero float16 rules do not apply (`round_tz_inf` and `round_tz_sat` are the identity):
+/// bfloat16 has no DirectML type.
 impl Arith for bf16 {
     type Wide = f32;
     #[inline(always)]
@@ -133,8 +152,9 @@ pub(super) fn f16_blocks(f: Formula, out: &mut [f16], a: Operand<'_, f16>, b: Op
 /// float16 kernels on x86-64 with F16C: one pass that loads 8 float16 values per operand, widens
 /// them with `vcvtph2ps`, computes in float32 exactly as [`Arith for f16`](Arith) does (a separate
 /// subtract and multiply, never a fused multiply-add; with `--half-precision` the difference is
-/// rounded to float16 and widened again; with `--float16 d3d` the result is converted toward
-/// zero by `vcvtps2ph`, lanes beyond 65504 set to infinity, and widened again) and stores the
+/// rounded to float16 and widened again; under the toward-zero rules the result is converted
+/// toward zero by `vcvtps2ph`, which saturates at 65504, with lanes beyond 65504 set to infinity
+/// for `toward-zero-inf`, and widened again) and stores the
 /// result rounded to nearest even with `vcvtps2ph`. The conversions are exact IEEE conversions:
 /// subnormals are kept (neither MXCSR's flush-to-zero nor denormals-are-zero applies to them),
 /// overflow gives infinity to nearest and 65504 toward zero, and a NaN keeps its sign and the top
@@ -152,7 +172,8 @@ pub(super) mod f16_x86 {
     /// either way, as every SIMD exception is masked.)
     const RNE: i32 = _MM_FROUND_TO_NEAREST_INT;
     /// `vcvtps2ph`'s immediate for round toward zero: IEEE's, which gives 65504 for any finite
-    /// value beyond it (Direct3D's rule gives infinity; `Lanes::round_d3d` sets those lanes).
+    /// value beyond it (`toward-zero-saturate`; for `toward-zero-inf`, `Lanes::round_tz_inf` sets
+    /// those lanes to infinity).
     const RTZ: i32 = _MM_FROUND_TO_ZERO;
 
     /// Whether this CPU has AVX and F16C: detected on the first call, then one relaxed load.
@@ -239,7 +260,13 @@ pub(super) mod f16_x86 {
             unsafe { _mm256_cvtph_ps(_mm256_cvtps_ph::<RNE>(v)) }
         }
         #[inline(always)]
-        fn round_d3d(&mut self, v: __m256) -> __m256 {
+        fn round_tz_sat(&mut self, v: __m256) -> __m256 {
+            // SAFETY: as `sub`. IEEE's round toward zero: a finite value beyond 65504 gives
+            // 65504, an infinity stays infinite, a NaN is converted as to nearest.
+            unsafe { _mm256_cvtph_ps(_mm256_cvtps_ph::<RTZ>(v)) }
+        }
+        #[inline(always)]
+        fn round_tz_inf(&mut self, v: __m256) -> __m256 {
             // SAFETY: as `sub`.
             unsafe {
                 let truncated = _mm256_cvtph_ps(_mm256_cvtps_ph::<RTZ>(v));

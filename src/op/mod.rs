@@ -1,9 +1,9 @@
 //! The operators and their arithmetic: the one place that defines what `sub` and `sqdiff`
 //! compute for each dtype (the arithmetic table in `docs/cli.md`).
 //!
-//! An operator's meaning is written once, as a [`Formula`] over four primitive [`Steps`]
-//! (subtract, multiply, round an intermediate to the element type, and round it by Direct3D's
-//! float16 conversion rule). Each way of computing
+//! An operator's meaning is written once, as a [`Formula`] over five primitive [`Steps`]
+//! (subtract, multiply, round an intermediate to the element type, and convert it to float16
+//! toward zero, overflowing to infinity or saturating at 65504: DirectML's two float16 stores). Each way of computing
 //! implements the steps, not the operators: the element types' Rust arithmetic ([`Arith`]), the
 //! float16 kernels' float32 lanes, and the GPU kernels' WGSL text
 //! (`backend::wgpu::shader`). Adding an operator is one [`Op`] variant, its [`Formula`], its
@@ -68,16 +68,19 @@ impl Op {
     pub const fn formula(self, rule: Float16Rule) -> Formula {
         match (self, rule) {
             (Op::Sub, Float16Rule::Nearest | Float16Rule::PerStep) => Formula::Sub,
-            (Op::Sub, Float16Rule::D3d) => Formula::SubD3d,
+            (Op::Sub, Float16Rule::TowardZeroInf) => Formula::SubTzInf,
+            (Op::Sub, Float16Rule::TowardZeroSaturate) => Formula::SubTzSat,
             (Op::SqDiff, Float16Rule::Nearest) => Formula::SqDiff,
             (Op::SqDiff, Float16Rule::PerStep) => Formula::SqDiffRounded,
-            (Op::SqDiff, Float16Rule::D3d) => Formula::SqDiffD3d,
+            (Op::SqDiff, Float16Rule::TowardZeroInf) => Formula::SqDiffTzInf,
+            (Op::SqDiff, Float16Rule::TowardZeroSaturate) => Formula::SqDiffTzSat,
         }
     }
 }
 
 /// How a float16 result is rounded from the float32 arithmetic it is computed in
-/// (`--float16`; the arithmetic table in `docs/cli.md`).
+/// (`--float16`; the arithmetic table in `docs/cli.md`, and which DirectML release and kernel
+/// gives which in `docs/backends.md`, "float16 by release").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Float16Rule {
     /// Rounded to nearest even once, at the end: the correctly rounded result (the default).
@@ -86,22 +89,57 @@ pub enum Float16Rule {
     /// `sqdiff`'s difference rounded to the element type before squaring, and the square again
     /// (`--half-precision`): float16 and bfloat16.
     PerStep,
-    /// Stored through Direct3D's float32 -> float16 conversion: toward zero, subnormals kept,
-    /// any value beyond 65504 in magnitude to infinity. float16 only: bfloat16 rounds as
-    /// [`Float16Rule::Nearest`] does.
-    D3d,
+    /// Toward zero, subnormals kept, any value beyond 65504 in magnitude to infinity: DirectML
+    /// 1.13 and later, float16 kernels that compute in float32. float16 only: bfloat16 rounds
+    /// as [`Float16Rule::Nearest`] does.
+    TowardZeroInf,
+    /// Toward zero, subnormals kept, a finite value beyond 65504 in magnitude saturating at
+    /// ±65504, infinities kept: Direct3D's written data-conversion rule, which DirectML 1.8 to
+    /// 1.12 follow (float32-computing kernels). float16 only.
+    TowardZeroSaturate,
 }
 
 impl Float16Rule {
     /// Every rule.
-    pub const ALL: [Float16Rule; 3] = [Float16Rule::Nearest, Float16Rule::PerStep, Float16Rule::D3d];
+    pub const ALL: [Float16Rule; 4] =
+        [Float16Rule::Nearest, Float16Rule::PerStep, Float16Rule::TowardZeroInf, Float16Rule::TowardZeroSaturate];
 
     /// The CLI's spelling (`--float16 NAME`), which the report and job descriptions use too.
     pub const fn name(self) -> &'static str {
         match self {
             Float16Rule::Nearest => "nearest",
             Float16Rule::PerStep => "per-step",
-            Float16Rule::D3d => "d3d",
+            Float16Rule::TowardZeroInf => "toward-zero-inf",
+            Float16Rule::TowardZeroSaturate => "toward-zero-saturate",
+        }
+    }
+
+    /// The rule DirectML release `version` (`1.8`, `1.13.1`, a DLL's file version `1.15.4.0`)
+    /// stores float16 by on a device without native 16-bit arithmetic, as measured
+    /// (`docs/backends.md`, "float16 by release"): toward zero, saturating at 65504 up to 1.12,
+    /// overflowing to infinity from 1.13 on. Releases before 1.8 were not measured; they are
+    /// taken to follow Direct3D's written rule, as 1.8 does.
+    pub fn of_directml(version: &str) -> Result<Float16Rule, String> {
+        let mut parts = version.trim().split('.').map(|p| p.parse::<u32>());
+        match (parts.next(), parts.next()) {
+            (Some(Ok(1)), Some(Ok(minor))) if parts.all(|p| p.is_ok()) => {
+                Ok(if minor < 13 { Float16Rule::TowardZeroSaturate } else { Float16Rule::TowardZeroInf })
+            }
+            _ => Err(format!(
+                "DirectML {version:?}: expected a DirectML release such as 1.8, 1.12.0 or 1.15.4 (DirectML's \
+                 versions are 1.x)"
+            )),
+        }
+    }
+
+    /// Whether results under this rule can differ from nearest's for `dtype`'s elements (the
+    /// toward-zero rules: float16 alone; per-step: float16 and bfloat16).
+    pub fn applies_to(self, dtype: crate::dtype::DType) -> bool {
+        use crate::dtype::DType::{BF16, F16};
+        match self {
+            Float16Rule::Nearest => false,
+            Float16Rule::PerStep => matches!(dtype, F16 | BF16),
+            Float16Rule::TowardZeroInf | Float16Rule::TowardZeroSaturate => dtype == F16,
         }
     }
 }
@@ -119,12 +157,15 @@ pub trait Steps {
     /// `v` rounded to the element type and widened back: float16's intermediate rounding, the
     /// identity for every type computed in its own width.
     fn round(&mut self, v: Self::V) -> Self::V;
-    /// `v` converted to float16 by Direct3D's rule and widened back: toward zero, subnormals
-    /// kept, any finite value beyond 65504 in magnitude to infinity, infinities kept, a NaN made
-    /// quiet with its sign and top payload bits (as the nearest conversion makes it). The
-    /// identity for every other type, bfloat16 included (it has no DirectML type, and rounds to
-    /// nearest at the end as ever). The final rounding then finds the value exact.
-    fn round_d3d(&mut self, v: Self::V) -> Self::V;
+    /// `v` converted to float16 toward zero and widened back: subnormals kept, any finite value
+    /// beyond 65504 in magnitude to infinity, infinities kept, a NaN made quiet with its sign and
+    /// top payload bits (as the nearest conversion makes it). The identity for every other type,
+    /// bfloat16 included (it has no DirectML type, and rounds to nearest at the end as ever).
+    /// The final rounding then finds the value exact.
+    fn round_tz_inf(&mut self, v: Self::V) -> Self::V;
+    /// As [`round_tz_inf`](Self::round_tz_inf), but a finite value beyond 65504 in magnitude
+    /// saturates at ±65504 (IEEE's round toward zero; Direct3D's written rule).
+    fn round_tz_sat(&mut self, v: Self::V) -> Self::V;
 }
 
 /// One operator's formula: the single definition every kernel, CPU or GPU, is derived from.
@@ -137,16 +178,27 @@ pub enum Formula {
     SqDiff,
     /// `d = round(a - b); d * d`: float16 `sqdiff --half-precision`.
     SqDiffRounded,
-    /// `round_d3d(a - b)`: float16 `sub --float16 d3d`.
-    SubD3d,
-    /// `d = a - b; round_d3d(d * d)`: float16 `sqdiff --float16 d3d`.
-    SqDiffD3d,
+    /// `round_tz_inf(a - b)`: float16 `sub --float16 toward-zero-inf`.
+    SubTzInf,
+    /// `d = a - b; round_tz_inf(d * d)`: float16 `sqdiff --float16 toward-zero-inf`.
+    SqDiffTzInf,
+    /// `round_tz_sat(a - b)`: float16 `sub --float16 toward-zero-saturate`.
+    SubTzSat,
+    /// `d = a - b; round_tz_sat(d * d)`: float16 `sqdiff --float16 toward-zero-saturate`.
+    SqDiffTzSat,
 }
 
 impl Formula {
     /// Every formula.
-    pub const ALL: [Formula; 5] =
-        [Formula::Sub, Formula::SqDiff, Formula::SqDiffRounded, Formula::SubD3d, Formula::SqDiffD3d];
+    pub const ALL: [Formula; 7] = [
+        Formula::Sub,
+        Formula::SqDiff,
+        Formula::SqDiffRounded,
+        Formula::SubTzInf,
+        Formula::SqDiffTzInf,
+        Formula::SubTzSat,
+        Formula::SqDiffTzSat,
+    ];
 
     /// Applies the formula to `a` and `b` with `steps`. With a constant `self` (see
     /// [`with_formula!`](crate::with_formula!)) and inlined steps, this compiles to the bare arithmetic.
@@ -163,14 +215,23 @@ impl Formula {
                 let d = steps.round(d);
                 steps.mul(d.clone(), d)
             }
-            Formula::SubD3d => {
+            Formula::SubTzInf => {
                 let d = steps.sub(a, b);
-                steps.round_d3d(d)
+                steps.round_tz_inf(d)
             }
-            Formula::SqDiffD3d => {
+            Formula::SqDiffTzInf => {
                 let d = steps.sub(a, b);
                 let s = steps.mul(d.clone(), d);
-                steps.round_d3d(s)
+                steps.round_tz_inf(s)
+            }
+            Formula::SubTzSat => {
+                let d = steps.sub(a, b);
+                steps.round_tz_sat(d)
+            }
+            Formula::SqDiffTzSat => {
+                let d = steps.sub(a, b);
+                let s = steps.mul(d.clone(), d);
+                steps.round_tz_sat(s)
             }
         }
     }
@@ -215,12 +276,20 @@ macro_rules! with_formula {
                 const $F: $crate::op::Formula = $crate::op::Formula::SqDiffRounded;
                 $body
             }
-            $crate::op::Formula::SubD3d => {
-                const $F: $crate::op::Formula = $crate::op::Formula::SubD3d;
+            $crate::op::Formula::SubTzInf => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SubTzInf;
                 $body
             }
-            $crate::op::Formula::SqDiffD3d => {
-                const $F: $crate::op::Formula = $crate::op::Formula::SqDiffD3d;
+            $crate::op::Formula::SqDiffTzInf => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiffTzInf;
+                $body
+            }
+            $crate::op::Formula::SubTzSat => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SubTzSat;
+                $body
+            }
+            $crate::op::Formula::SqDiffTzSat => {
+                const $F: $crate::op::Formula = $crate::op::Formula::SqDiffTzSat;
                 $body
             }
         }

@@ -13,15 +13,17 @@ const SUB: Semantics = Semantics::nearest(Op::Sub);
 const SQ: Semantics = Semantics::nearest(Op::SqDiff);
 const SQH: Semantics = Semantics { op: Op::SqDiff, float16: Float16Rule::PerStep };
 const SUBH: Semantics = Semantics { op: Op::Sub, float16: Float16Rule::PerStep };
-const SUBD: Semantics = Semantics { op: Op::Sub, float16: Float16Rule::D3d };
-const SQD: Semantics = Semantics { op: Op::SqDiff, float16: Float16Rule::D3d };
+const SUBD: Semantics = Semantics { op: Op::Sub, float16: Float16Rule::TowardZeroInf };
+const SQD: Semantics = Semantics { op: Op::SqDiff, float16: Float16Rule::TowardZeroInf };
+const SUBS: Semantics = Semantics { op: Op::Sub, float16: Float16Rule::TowardZeroSaturate };
+const SQS: Semantics = Semantics { op: Op::SqDiff, float16: Float16Rule::TowardZeroSaturate };
 /// Every operator under every float16 rule.
-const ALL_SEMS: [Semantics; 6] = [SUB, SQ, SUBH, SQH, SUBD, SQD];
+const ALL_SEMS: [Semantics; 8] = [SUB, SQ, SUBH, SQH, SUBD, SQD, SUBS, SQS];
 
 /// The float16 reference computed with `half`'s software conversions only (`*_const`), so
 /// that it does not depend on the CPU features `half` detects for `to_f32`/`from_f32`; Direct3D's
-/// rule with [`d3d_reference`] on the float32 result, computed exactly in float64 and rounded
-/// to float32 once per step.
+/// toward-zero rules with [`toward_zero_reference`] on the float32 result, computed exactly in
+/// float64 and rounded to float32 once per step.
 fn soft_f16(sem: Semantics, a: f16, b: f16) -> f16 {
     let (x, y) = (a.to_f32_const(), b.to_f32_const());
     match (sem.op, sem.float16) {
@@ -31,12 +33,12 @@ fn soft_f16(sem: Semantics, a: f16, b: f16) -> f16 {
             let h = f16::from_f32_const(x - y).to_f32_const();
             f16::from_f32_const(h * h)
         }
-        (op, Float16Rule::D3d) => {
+        (op, rule @ (Float16Rule::TowardZeroInf | Float16Rule::TowardZeroSaturate)) => {
             // float16 values differ by at most 2^17 in a 40-bit span: exact in float64, as is the
             // square of a float32 (48 bits). `as f32` rounds to nearest even, overflow to infinity.
             let d = (f64::from(x) - f64::from(y)) as f32;
             let r = if op == Op::Sub { d } else { (f64::from(d) * f64::from(d)) as f32 };
-            f16::from_bits(d3d_reference(r))
+            f16::from_bits(toward_zero_reference(r, rule == Float16Rule::TowardZeroSaturate))
         }
     }
 }
@@ -52,17 +54,22 @@ fn f16_value(h: u16) -> f64 {
     }
 }
 
-/// Direct3D's float32 -> float16 conversion written from its definition: a NaN as `half`'s
-/// software conversion makes it; beyond 65504 in magnitude, infinity of the sign; else the float16
-/// of largest magnitude not above |x| (toward zero), found by searching every finite float16.
-fn d3d_reference(x: f32) -> u16 {
+/// The toward-zero float32 -> float16 conversions written from their definitions: a NaN as
+/// `half`'s software conversion makes it; an infinity stays; beyond 65504 in magnitude, infinity
+/// of the sign (DirectML 1.13 and later) or, with `saturate`, 65504 of the sign (Direct3D's
+/// written rule, DirectML 1.8 to 1.12); else the float16 of largest magnitude not above |x|
+/// (toward zero), found by searching every finite float16.
+fn toward_zero_reference(x: f32, saturate: bool) -> u16 {
     if x.is_nan() {
         return f16::from_f32_const(x).to_bits();
     }
     let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
     let a = f64::from(x).abs();
-    if a > 65504.0 {
+    if a.is_infinite() || (a > 65504.0 && !saturate) {
         return sign | 0x7c00;
+    }
+    if a > 65504.0 {
+        return sign | 0x7bff;
     }
     // Non-negative finite float16 patterns grow with their value: the last one at or below `a`.
     let (mut lo, mut hi) = (0u16, 0x7bff);
@@ -156,7 +163,7 @@ fn float16_kernels_handle_every_tail_length_and_alignment() {
     let all: Vec<f16> = (0..=u16::MAX).map(|i| f16::from_bits(i.wrapping_mul(40503))).collect();
     let canary = f16::from_bits(0x7c3f);
     for (name, kernel) in F16_KERNELS {
-        for sem in [SUB, SQ, SQH, SUBD, SQD] {
+        for sem in [SUB, SQ, SQH, SUBD, SQD, SUBS, SQS] {
             for len in (0..38).chain([1001, 2500]) {
                 for off in 0..3 {
                     let a = &all[1000 + off..1000 + off + len];
@@ -234,14 +241,21 @@ fn float16_rounds_once_or_twice() {
 }
 
 #[test]
-fn d3d_conversion_matches_its_definition() {
-    use super::f16::f32_to_f16_d3d;
+fn toward_zero_conversions_match_their_definitions() {
+    use super::f16::{f32_to_f16_tz_inf, f32_to_f16_tz_sat};
     let check = |x: f32| {
-        let (got, want) = (f32_to_f16_d3d(x), d3d_reference(x));
-        assert_eq!(got, want, "{x:e} ({:#010x}): got {got:#06x}, want {want:#06x}", x.to_bits());
-        if x.is_nan() {
-            // The NaN the nearest conversion makes, hardware or software.
-            assert_eq!(got, f16::from_f32(x).to_bits(), "NaN {:#010x}", x.to_bits());
+        for (got, saturate) in [(f32_to_f16_tz_inf(x), false), (f32_to_f16_tz_sat(x), true)] {
+            let want = toward_zero_reference(x, saturate);
+            assert_eq!(
+                got,
+                want,
+                "{x:e} ({:#010x}), saturate {saturate}: got {got:#06x}, want {want:#06x}",
+                x.to_bits()
+            );
+            if x.is_nan() {
+                // The NaN the nearest conversion makes, hardware or software.
+                assert_eq!(got, f16::from_f32(x).to_bits(), "NaN {:#010x}", x.to_bits());
+            }
         }
     };
     // Every float16 value and the float32 values either side of it (and of the midpoints above
@@ -263,23 +277,28 @@ fn d3d_conversion_matches_its_definition() {
 }
 
 #[test]
-fn d3d_truncates_and_overflows_as_directml_was_measured() {
+fn toward_zero_truncates_and_overflows_as_directml_was_measured() {
     let h = f16::from_bits;
-    // (a, b, sub --float16 d3d, sub to nearest)
-    let cases: [(u16, u16, u16, u16); 8] = [
-        (0x3c00, 0x0001, 0x3bff, 0x3c00), // 1 - 2^-24
-        (0x3c02, 0x1000, 0x3c01, 0x3c02), // (1 + 2^-9) - 2^-11: a tie, nearest even goes up
-        (0x7bff, 0xbc00, 0x7c00, 0x7bff), // 65504 - (-1): beyond 65504 is infinity
-        (0xfbff, 0x3c00, 0xfc00, 0xfbff), // -65504 - 1
-        (0x7bff, 0x0000, 0x7bff, 0x7bff), // 65504 itself stays
-        (0x0003, 0x0001, 0x0002, 0x0002), // subnormals, exact
-        (0x7c00, 0x3c00, 0x7c00, 0x7c00), // infinity stays
-        (0xbc00, 0x8001, 0xbbff, 0xbc00), // -1 + 2^-24: toward zero, so up
+    // (a, b, sub toward-zero-inf (DirectML 1.13+), toward-zero-saturate (1.8-1.12), nearest)
+    let cases: [(u16, u16, u16, u16, u16); 10] = [
+        (0x3c00, 0x0001, 0x3bff, 0x3bff, 0x3c00), // 1 - 2^-24
+        (0x3c02, 0x1000, 0x3c01, 0x3c01, 0x3c02), // (1 + 2^-9) - 2^-11: a tie, nearest even goes up
+        (0x7bff, 0xbc00, 0x7c00, 0x7bff, 0x7bff), // 65504 - (-1): infinity from 1.13, 65504 before
+        (0xfbff, 0x3c00, 0xfc00, 0xfbff, 0xfbff), // -65504 - 1
+        (0x7bff, 0xfbff, 0x7c00, 0x7bff, 0x7c00), // 65504 - (-65504): nearest overflows too
+        (0x7bff, 0x0000, 0x7bff, 0x7bff, 0x7bff), // 65504 itself stays
+        (0x0003, 0x0001, 0x0002, 0x0002, 0x0002), // subnormals, exact
+        (0x7c00, 0x3c00, 0x7c00, 0x7c00, 0x7c00), // infinity stays, saturating or not
+        (0xfc00, 0x7bff, 0xfc00, 0xfc00, 0xfc00), // -infinity too
+        (0xbc00, 0x8001, 0xbbff, 0xbbff, 0xbc00), // -1 + 2^-24: toward zero, so up
     ];
-    for (a, b, d3d, nearest) in cases {
-        assert_eq!(SUBD.scalar(h(a), h(b)).to_bits(), d3d, "{a:#06x} - {b:#06x}");
+    for (a, b, inf, sat, nearest) in cases {
+        assert_eq!(SUBD.scalar(h(a), h(b)).to_bits(), inf, "{a:#06x} - {b:#06x}");
+        assert_eq!(SUBS.scalar(h(a), h(b)).to_bits(), sat, "{a:#06x} - {b:#06x}");
         assert_eq!(SUB.scalar(h(a), h(b)).to_bits(), nearest, "{a:#06x} - {b:#06x}");
     }
+    // 300^2 = 90000: 65504 up to DirectML 1.12.
+    assert_eq!(SQS.scalar(h(0x5cb0), h(0x0000)).to_bits(), 0x7bff);
     // sqdiff: the square rounded to float32, then truncated. (1 + 23 * 2^-10)^2 is
     // 1 + 46 * 2^-10 + 529 * 2^-20, over half a float16 ulp (2^-10) above 1 + 46 * 2^-10.
     assert_eq!(SQD.scalar(h(0x3c17), h(0x0000)).to_bits(), 0x3c2e);
@@ -290,7 +309,7 @@ fn d3d_truncates_and_overflows_as_directml_was_measured() {
     assert_eq!(SQD.scalar(h(0x5cb0), h(0x0000)).to_bits(), 0x7c00);
     // A NaN stays the NaN the nearest conversion makes.
     assert_eq!(SUBD.scalar(h(0x7d01), h(0x3c00)).to_bits(), SUB.scalar(h(0x7d01), h(0x3c00)).to_bits());
-    // bfloat16 has no DirectML type: d3d is nearest for it.
+    // bfloat16 has no DirectML type: the toward-zero rules are nearest for it.
     let bf = half::bf16::from_bits;
     assert_eq!(SUBD.scalar(bf(0x3f80), bf(0x0001)).to_bits(), SUB.scalar(bf(0x3f80), bf(0x0001)).to_bits());
 }
@@ -364,10 +383,12 @@ fn soft_bf16_bits(x: f32) -> u16 {
 fn soft_bf16(sem: Semantics, a: u16, b: u16) -> u16 {
     let w = |h: u16| f32::from_bits(u32::from(h) << 16);
     let (x, y) = (w(a), w(b));
-    // Direct3D's rule is float16's alone: bfloat16 rounds to nearest under it.
+    // The toward-zero rules are float16's alone: bfloat16 rounds to nearest under them.
     let r = match (sem.op, sem.float16) {
         (Op::Sub, _) => x - y,
-        (Op::SqDiff, Float16Rule::Nearest | Float16Rule::D3d) => (x - y) * (x - y),
+        (Op::SqDiff, Float16Rule::Nearest | Float16Rule::TowardZeroInf | Float16Rule::TowardZeroSaturate) => {
+            (x - y) * (x - y)
+        }
         (Op::SqDiff, Float16Rule::PerStep) => {
             let h = w(soft_bf16_bits(x - y));
             h * h

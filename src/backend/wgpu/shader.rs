@@ -9,9 +9,9 @@
 //!   per-element entry point `element.wgsl`; or `packed.wgsl` (8- and 16-bit elements packed
 //!   four or two to a u32 word, since WGSL has no 8- or 16-bit integers);
 //! - **arithmetic**, in the arithmetic type `Wide` (an alias in the prelude): `widen`, `narrow`,
-//!   `step_round` and `step_round_d3d` (`identity.wgsl` where `Wide` is the element type;
+//!   `step_round`, `step_round_tz_inf` and `step_round_tz_sat` (`identity.wgsl` where `Wide` is the element type;
 //!   `float32_bits.wgsl`; `float16.wgsl` with the device's `f16`, or `float16_packed.wgsl`
-//!   without it, both rounding to nearest even, or by Direct3D's rule, with the integer
+//!   without it, both rounding to nearest even, or toward zero, with the integer
 //!   conversions of `float16_bits.wgsl` where the device's own might not; `bfloat16.wgsl`, or `bfloat16_exact.wgsl` over `float32_exact.wgsl`'s steps, with
 //!   `bfloat16_bits.wgsl`'s conversions), and the steps `step_sub` and `step_mul` of [`crate::op::Steps`]
 //!   (`native_steps.wgsl` with WGSL's operators; `int64_words.wgsl` on `vec2<u32>` words for
@@ -347,8 +347,11 @@ impl Steps for WgslSteps {
     fn round(&mut self, v: String) -> String {
         self.bind(format!("step_round({v})"))
     }
-    fn round_d3d(&mut self, v: String) -> String {
-        self.bind(format!("step_round_d3d({v})"))
+    fn round_tz_inf(&mut self, v: String) -> String {
+        self.bind(format!("step_round_tz_inf({v})"))
+    }
+    fn round_tz_sat(&mut self, v: String) -> String {
+        self.bind(format!("step_round_tz_sat({v})"))
     }
 }
 
@@ -445,9 +448,11 @@ mod tests {
         assert!(rounded.contains("return narrow(v2);"), "{rounded}");
         let sub = op_function(Formula::Sub);
         assert!(sub.contains("return narrow(v0);") && !sub.contains("step_mul"), "{sub}");
-        let d3d = op_function(Formula::SqDiffD3d);
-        assert!(d3d.contains("let v1 = step_mul(v0, v0);"), "{d3d}");
-        assert!(d3d.contains("let v2 = step_round_d3d(v1);"), "{d3d}");
-        assert!(d3d.contains("return narrow(v2);") && !d3d.contains("step_round("), "{d3d}");
+        let tz = op_function(Formula::SqDiffTzInf);
+        assert!(tz.contains("let v1 = step_mul(v0, v0);"), "{tz}");
+        assert!(tz.contains("let v2 = step_round_tz_inf(v1);"), "{tz}");
+        assert!(tz.contains("return narrow(v2);") && !tz.contains("step_round("), "{tz}");
+        let sat = op_function(Formula::SubTzSat);
+        assert!(sat.contains("let v1 = step_round_tz_sat(v0);") && sat.contains("return narrow(v1);"), "{sat}");
     }
 }

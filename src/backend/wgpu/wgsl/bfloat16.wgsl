@@ -17,8 +17,13 @@ fn step_round(x: Wide) -> Wide {
     return bitcast<f32>(bf16_to_f32_bits(f32_bits_to_bf16(bitcast<u32>(x))));
 }
 
-// Direct3D's float16 conversion (`--float16 d3d`) applies to float16 alone: bfloat16 has no
+// The toward-zero float16 conversions (`--float16 toward-zero-inf`, `toward-zero-saturate`)
+// apply to float16 alone: bfloat16 has no
 // DirectML type, and rounds to nearest even at the end.
-fn step_round_d3d(x: Wide) -> Wide {
+fn step_round_tz_inf(x: Wide) -> Wide {
+    return x;
+}
+
+fn step_round_tz_sat(x: Wide) -> Wide {
     return x;
 }

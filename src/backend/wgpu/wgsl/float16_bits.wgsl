@@ -1,7 +1,7 @@
 // float16 <-> float32 with integer operations (float16 bits in the low 16 bits of a u32), rounded
-// to nearest even (or by Direct3D's rule) whatever the device's conversions do: the emulated
+// to nearest even (or toward zero) whatever the device's conversions do: the emulated
 // float16 kernels' `widen` and `narrow`, and every float16 kernel's `step_round` and
-// `step_round_d3d` (a device may fold f32(f16(x)) into x).
+// `step_round_tz_inf` (a device may fold f32(f16(x)) into x).
 
 // float16 bits -> float32, exactly (float16 subnormals are normal float32 values).
 fn f16_bits_to_f32(h: u32) -> f32 {
@@ -81,10 +81,10 @@ fn step_round(x: f32) -> f32 {
     return f16_bits_to_f32(f32_to_f16_bits(x));
 }
 
-// float32 -> float16 bits by Direct3D's conversion rule (`--float16 d3d`), with integer
-// operations: toward zero, subnormals kept, any value beyond 65504 in magnitude (infinity
-// included) to infinity, a NaN as `f32_to_f16_bits` makes it.
-fn f32_to_f16_d3d_bits(f: f32) -> u32 {
+// float32 -> float16 bits toward zero as DirectML 1.13 and later store float16 (`--float16
+// toward-zero-inf`), with integer operations: subnormals kept, any value beyond 65504 in
+// magnitude (infinity included) to infinity, a NaN as `f32_to_f16_bits` makes it.
+fn f32_to_f16_tz_inf_bits(f: f32) -> u32 {
     let x = bitcast<u32>(f);
     let s = (x >> 16u) & 0x8000u;
     let ax = x & 0x7fffffffu;
@@ -121,8 +121,25 @@ fn f32_to_f16_d3d_bits(f: f32) -> u32 {
     return s | (m >> (126u - e));
 }
 
-// The conversion of `--float16 d3d` in every float16 kernel, before `narrow` (which then finds
-// the value exact), with integer operations as `step_round`.
-fn step_round_d3d(x: f32) -> f32 {
-    return f16_bits_to_f32(f32_to_f16_d3d_bits(x));
+// The conversion of `--float16 toward-zero-inf` in every float16 kernel, before `narrow` (which
+// then finds the value exact), with integer operations as `step_round`.
+fn step_round_tz_inf(x: f32) -> f32 {
+    return f16_bits_to_f32(f32_to_f16_tz_inf_bits(x));
+}
+
+// float32 -> float16 bits by Direct3D's written rule, as DirectML 1.8 to 1.12 store float16
+// (`--float16 toward-zero-saturate`): as `f32_to_f16_tz_inf_bits`, but a finite value beyond
+// 65504 in magnitude saturates at 65504 of its sign (infinities stay infinite).
+fn f32_to_f16_tz_sat_bits(f: f32) -> u32 {
+    let ax = bitcast<u32>(f) & 0x7fffffffu;
+    if (ax > 0x477fe000u && ax < 0x7f800000u) {
+        return ((bitcast<u32>(f) >> 16u) & 0x8000u) | 0x7bffu;
+    }
+    return f32_to_f16_tz_inf_bits(f);
+}
+
+// The conversion of `--float16 toward-zero-saturate` in every float16 kernel, as
+// `step_round_tz_inf`.
+fn step_round_tz_sat(x: f32) -> f32 {
+    return f16_bits_to_f32(f32_to_f16_tz_sat_bits(x));
 }

@@ -14,7 +14,12 @@ fn step_round(x: Wide) -> Wide {
     return x;
 }
 
-// Direct3D's float16 conversion (`--float16 d3d`) applies to float16 alone.
-fn step_round_d3d(x: Wide) -> Wide {
+// The toward-zero float16 conversions (`--float16 toward-zero-inf`, `toward-zero-saturate`)
+// apply to float16 alone.
+fn step_round_tz_inf(x: Wide) -> Wide {
+    return x;
+}
+
+fn step_round_tz_sat(x: Wide) -> Wide {
     return x;
 }
