@@ -152,11 +152,17 @@ pub struct OpArgs {
     #[arg(long)]
     pub half_precision: bool,
     /// How float16 results are rounded from the float32 arithmetic: `nearest` (once, at the end:
-    /// the default), `per-step` (also A - B before squaring, as --half-precision; bfloat16 too)
-    /// or `d3d` (Direct3D's conversion: toward zero, beyond 65504 to infinity; the default of
-    /// --backend directml's --verify)
+    /// the default), `per-step` (also A - B before squaring, as --half-precision; bfloat16 too),
+    /// `toward-zero-inf` (toward zero, beyond 65504 to infinity: DirectML 1.13 and later) or
+    /// `toward-zero-saturate` (toward zero, saturating at 65504: Direct3D's written rule,
+    /// DirectML 1.8 to 1.12). With --backend directml the default is the rule of the DirectML
+    /// release loaded
     #[arg(long = "float16", value_enum, value_name = "RULE")]
     pub float16: Option<Float16Arg>,
+    /// The DirectML release whose float16 answer to give (e.g. 1.8, 1.15.4): its rule, as
+    /// --float16 (toward-zero-saturate up to 1.12, toward-zero-inf from 1.13)
+    #[arg(long, value_name = "VERSION")]
+    pub directml_version: Option<String>,
     /// Write a JSON report of checks and timings here (`-` = standard output)
     #[arg(long, value_name = "PATH")]
     pub report: Option<String>,
@@ -236,10 +242,14 @@ pub struct RunArgs {
     /// CPU worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
-    /// How float16 results are rounded, as for sub and sqdiff: nearest (the default; d3d with
-    /// --backend directml), per-step or d3d
+    /// How float16 results are rounded, as for sub and sqdiff: nearest (the default; with
+    /// --backend directml the rule of the DirectML release loaded), per-step, toward-zero-inf
+    /// or toward-zero-saturate
     #[arg(long = "float16", value_enum, value_name = "RULE")]
     pub float16: Option<Float16Arg>,
+    /// The DirectML release whose float16 answer to give (e.g. 1.8, 1.15.4), as for sub
+    #[arg(long, value_name = "VERSION")]
+    pub directml_version: Option<String>,
     /// Nothing on standard error but errors (not even the files writeFile wrote)
     #[arg(short, long)]
     pub quiet: bool,
@@ -313,6 +323,10 @@ pub enum OpArg {
 pub enum Float16Arg {
     Nearest,
     PerStep,
+    TowardZeroInf,
+    TowardZeroSaturate,
+    /// The name `toward-zero-inf` had before Direct3D's written rule was told apart from it.
+    #[value(hide = true)]
     D3d,
 }
 

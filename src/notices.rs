@@ -34,8 +34,9 @@ pub(crate) fn dry_run_verdict(cfg: &Config, plan: &Plan, validation: &Validation
 }
 
 /// Says on standard error (unless `--quiet`) which flags do nothing for these inputs: `--member`,
-/// `--skip-unpaired` and `-v` for two `.npy` files, a float16 rule other than the default for a
-/// dtype it does not apply to (`per-step`: float16 and bfloat16; `d3d`: float16 alone).
+/// `--skip-unpaired` and `-v` for two `.npy` files, a float16 rule a flag named for a dtype it
+/// does not apply to (`per-step`: float16 and bfloat16; the toward-zero rules: float16 alone).
+/// A rule no flag named (the directml backend's own) is never warned about.
 pub(crate) fn idle_flags(cfg: &Config, inputs: &[InputTensor]) {
     if cfg.quiet {
         return;
@@ -55,15 +56,16 @@ pub(crate) fn idle_flags(cfg: &Config, inputs: &[InputTensor]) {
             "tensorop: warning: {flag} applies to containers (.npz, .safetensors); it does nothing for two .npy files"
         );
     }
-    use crate::dtype::DType::{BF16, F16};
     use crate::npy::header::FileDType::Numeric;
-    let (flag, applies, to) = match cfg.sem.float16 {
+    let rule = cfg.sem.float16;
+    let to = match rule {
+        _ if !cfg.float16_given => return,
         Float16Rule::Nearest => return,
-        Float16Rule::PerStep => ("--float16 per-step (--half-precision)", &[F16, BF16][..], "float16 and bfloat16"),
-        Float16Rule::D3d => ("--float16 d3d", &[F16][..], "float16 (not bfloat16)"),
+        Float16Rule::PerStep => "float16 and bfloat16",
+        Float16Rule::TowardZeroInf | Float16Rule::TowardZeroSaturate => "float16 (not bfloat16)",
     };
-    let applies = |x: &InputTensor| matches!(x.header.dtype, Numeric(d) if applies.contains(&d));
+    let applies = |x: &InputTensor| matches!(x.header.dtype, Numeric(d) if rule.applies_to(d));
     if !inputs.iter().any(applies) {
-        eprintln!("tensorop: warning: {flag} applies to {to}; it does nothing for these inputs");
+        eprintln!("tensorop: warning: --float16 {} applies to {to}; it does nothing for these inputs", rule.name());
     }
 }

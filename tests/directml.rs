@@ -116,17 +116,22 @@ fn bytes_of(t: &Ty, v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()[..t.size].to_vec()).collect()
 }
 
-/// The float16 rule DirectML's kernels follow on this device (docs/backends.md).
-const RULE: &str = "d3d";
+/// The float16 rule DirectML 1.15.4's kernels follow on this device (docs/backends.md).
+const RULE: &str = "toward-zero-inf";
 
 /// Runs `args` on DirectML with `--verify` and on the CPU; both must succeed, the verdict be
 /// bit-identical, and the two output files equal byte for byte. Returns the DirectML report.
 fn agree(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Value {
+    agree_in(dir, args, env, RULE)
+}
+
+/// [`agree`], with the CPU computing float16 under `rule`.
+fn agree_in(dir: &Dir, args: &[&str], env: &[(&str, &str)], rule: &str) -> Value {
     let mut d = args.to_vec();
     d.extend(["-o", "dml.npy", "--backend", "directml", "--verify", "--report", "dml.json"]);
     dir.run_env(&d, env).ok();
     let mut c = args.to_vec();
-    c.extend(["-o", "cpu.npy", "--float16", RULE]);
+    c.extend(["-o", "cpu.npy", "--float16", rule]);
     dir.run(&c).ok();
     let report: Value = serde_json::from_slice(&fs::read(dir.path("dml.json")).expect("report")).expect("json");
     assert_eq!(report["verify"]["identical"], true, "{args:?}: {}", report["verify"]);
@@ -158,8 +163,8 @@ fn every_type_and_both_operators_agree_bit_for_bit_on_edge_values() {
             assert_eq!(r["verify"]["elements"], (n * n) as u64, "{op} {}", t.name);
             if t.name == "float16" {
                 let rules = r["verify"]["float16_rules"].as_array().expect("rules").clone();
-                let d3d = rules.iter().find(|x| x["rule"] == RULE).expect("d3d");
-                assert_eq!(d3d["matching"], (n * n) as u64);
+                let own = rules.iter().find(|x| x["rule"] == RULE).expect("the release's rule");
+                assert_eq!(own["matching"], (n * n) as u64);
             }
         }
     }
@@ -307,7 +312,7 @@ fn an_injected_mismatch_is_exit_4_with_count_ulps_and_the_rule_followed() {
         "--report",
         "r.json",
     ]);
-    out.expect_code(4).stderr_mentions("differs").stderr_mentions("d3d");
+    out.expect_code(4).stderr_mentions("differs").stderr_mentions("toward-zero-inf");
     let r: Value = serde_json::from_slice(&fs::read(dir.path("r.json")).expect("report")).expect("json");
     let v = &r["verify"];
     assert_eq!(
@@ -320,8 +325,9 @@ fn an_injected_mismatch_is_exit_4_with_count_ulps_and_the_rule_followed() {
     assert_eq!((first["element"].clone(), first["index"].clone()), (0.into(), serde_json::json!([0])), "{v}");
     assert_eq!((first["a_bits"].clone(), first["b_bits"].clone()), ("0x3BFF".into(), "0x3C00".into()), "{v}");
     assert_eq!((v["complete"].clone(), v["compared"].clone()), (true.into(), 4.into()), "{v}");
-    let d3d = v["float16_rules"].as_array().expect("rules").iter().find(|x| x["rule"] == "d3d").cloned().expect("d3d");
-    assert_eq!(d3d["matching"], 4);
+    let rules = v["float16_rules"].as_array().expect("rules");
+    let own = rules.iter().find(|x| x["rule"] == "toward-zero-inf").cloned().expect("toward-zero-inf");
+    assert_eq!(own["matching"], 4);
     let got = parse_npy(&fs::read(dir.path("o.npy")).expect("o")).data;
     assert_eq!(got, [0xff, 0x3b, 0x01, 0x3c, 0x00, 0x7c, 0x00, 0x3c], "DirectML's own bits were written");
 }
@@ -471,4 +477,65 @@ fn the_committing_part_says_whether_every_part_verified() {
     let v = dir.report("q1.json")["verify"].clone();
     assert_eq!((v["identical"].clone(), v["parts"]["verified"].clone()), (false.into(), serde_json::json!([1])), "{v}");
     assert!(dir.exists("o.npy"), "the result is committed all the same");
+}
+
+/// The `DirectML.dll` of DirectML 1.8.0 (`.ci/directml-stack` downloads it beside 1.15.4), or
+/// `None`, saying why, where it is not given (a failure under `TENSOROP_REQUIRE_DIRECTML=1`).
+fn directml_1_8() -> Option<String> {
+    let path = std::env::var("TENSOROP_TEST_DIRECTML_1_8").ok().filter(|p| !p.is_empty());
+    if path.is_none() {
+        let why = "TENSOROP_TEST_DIRECTML_1_8 names no DirectML 1.8.0 DLL";
+        assert!(std::env::var("TENSOROP_REQUIRE_DIRECTML").as_deref() != Ok("1"), "{why}");
+        eprintln!("skipped: {why}");
+    }
+    path
+}
+
+/// DirectML 1.8.0 stores float16 toward zero, saturating at 65504: the backend picks that rule
+/// from the DLL's version, `--verify` finds every element identical under it, and what tensorop
+/// accepts at the release's highest level (5_0) is what it creates.
+#[cfg(windows)]
+#[test]
+fn directml_1_8_gets_its_own_float16_rule_and_support_rows() {
+    if directml().is_none() {
+        return;
+    }
+    let Some(dll) = directml_1_8() else { return };
+    let env = [("TENSOROP_DIRECTML_DLL", dll.as_str())];
+    let list = Dir::new().run_env(&["devices", "--json"], &env).ok().stdout_json();
+    let dev = list.as_array().into_iter().flatten().find(|d| d["api"] == "DirectML").cloned().expect("DirectML 1.8");
+    assert!(dev["dll_version"].as_str().is_some_and(|v| v.starts_with("1.8.")), "{dev}");
+    assert_eq!(dev["max_feature_level"], "5_0", "{dev}");
+    let t = &types()[1];
+    let n = t.edges.len();
+    let dir = Dir::new();
+    dir.write("a.npy", &raw(t.descr, &[n, 1], &bytes_of(t, &t.edges)));
+    dir.write("b.npy", &raw(t.descr, &[1, n], &bytes_of(t, &t.edges)));
+    for op in ["sub", "sqdiff"] {
+        let r = agree_in(&dir, &[op, "a.npy", "b.npy", "-f", "5_0"], &env, "toward-zero-saturate");
+        assert_eq!(r["verify"]["float16_rule"], "toward-zero-saturate", "{op}: {}", r["verify"]);
+        assert_eq!(r["backend"]["float16_rule"], "toward-zero-saturate");
+        assert!(r["backend"]["dll_version"].as_str().is_some_and(|v| v.starts_with("1.8.")));
+        let rules = r["verify"]["float16_rules"].as_array().expect("rules").clone();
+        let own = rules.iter().find(|x| x["rule"] == "toward-zero-saturate").expect("rule");
+        assert_eq!(own["matching"], (n * n) as u64, "{op}");
+        // 1.15.4's rule does not explain 1.8.0's bits: 65504 - (-1) and the like.
+        let newer = rules.iter().find(|x| x["rule"] == "toward-zero-inf").expect("rule");
+        assert!(newer["matching"].as_u64().is_some_and(|m| m < (n * n) as u64), "{op}: {newer}");
+    }
+    // The support rows at 5_0 against what DirectML 1.8.0 creates.
+    for op in ["sub", "sqdiff"] {
+        let created: Vec<&str> = dev[op].as_array().expect("types").iter().filter_map(|v| v.as_str()).collect();
+        for t in types() {
+            let dir = Dir::new();
+            dir.write("a.npy", &raw(t.descr, &[1], &vec![0; t.size]));
+            let accepted = dir.run(&[op, "a.npy", "a.npy", "--dry-run", "-f", "5_0"]).code == Some(0);
+            assert_eq!(
+                accepted,
+                created.contains(&t.name),
+                "{op} {} at 5_0: DirectML 1.8.0 creates {created:?}",
+                t.name
+            );
+        }
+    }
 }

@@ -152,13 +152,14 @@ fn the_repro_carries_the_report_descriptors_and_a_readme() {
 #[test]
 fn a_float16_export_records_its_rule_and_run_reproduces_it() {
     let dir = Dir::new();
-    // 1 - 2^-24, (1 + 2^-9) - 2^-11 and 65504 - (-1): the three differ under d3d.
+    // 1 - 2^-24, (1 + 2^-9) - 2^-11 and 65504 - (-1): the three differ under each toward-zero
+    // rule, and the last between them.
     dir.write("a.npy", &npy(&[3], &[H(0x3c00), H(0x3c02), H(0x7bff)]));
     dir.write("b.npy", &npy(&[3], &[H(0x0001), H(0x1000), H(0xbc00)]));
     let sub = |rule: &str| dir.run(&["sub", "a.npy", "b.npy", "-o", "-", "--float16", rule]).ok().stdout.clone();
-    let (d3d, nearest) = (sub("d3d"), sub("nearest"));
-    assert_ne!(d3d, nearest);
-    for (rule, want) in [("d3d", &d3d), ("nearest", &nearest)] {
+    let (inf, sat, nearest) = (sub("toward-zero-inf"), sub("toward-zero-saturate"), sub("nearest"));
+    assert!(inf != nearest && sat != nearest && inf != sat);
+    for (rule, want) in [("toward-zero-inf", &inf), ("toward-zero-saturate", &sat), ("nearest", &nearest)] {
         let name = format!("repro-{rule}");
         dir.run(&["sub", "a.npy", "b.npy", "--float16", rule, "--dxdispatch", &name, "--report", "r.json"]).ok();
         assert_eq!(dir.report("r.json")["float16_rule"], rule);
@@ -173,8 +174,8 @@ fn a_float16_export_records_its_rule_and_run_reproduces_it() {
         assert_eq!(dir.report(&format!("{name}/run.json"))["float16_rule"], rule);
         run_in(&repro, &["compare", "output.npy", "expected.npy"], Input::Null).ok();
     }
-    // Without --float16, `run` rounds to nearest: the d3d repro's output then differs.
-    let repro = dir.path("repro-d3d");
+    // Without --float16, `run` rounds to nearest: a toward-zero repro's output then differs.
+    let repro = dir.path("repro-toward-zero-inf");
     run_in(&repro, &["run", "model.json"], Input::Null).ok();
     run_in(&repro, &["compare", "output.npy", "expected.npy"], Input::Null).expect_code(4);
 }

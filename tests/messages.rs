@@ -33,10 +33,16 @@ fn flags_that_do_nothing_for_these_inputs_are_named() {
     out.ok()
         .stderr_mentions("warning: --member applies to containers")
         .stderr_mentions("warning: --skip-unpaired applies to containers")
-        .stderr_mentions("warning: --float16 per-step (--half-precision) applies to float16 and bfloat16");
+        .stderr_mentions("warning: --float16 per-step applies to float16 and bfloat16");
+    for rule in ["toward-zero-inf", "toward-zero-saturate"] {
+        dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--float16", rule])
+            .ok()
+            .stderr_mentions(&format!("warning: --float16 {rule} applies to float16 (not bfloat16); it does nothing"));
+    }
+    // The old name of toward-zero-inf is warned about by its name today.
     dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--float16", "d3d"])
         .ok()
-        .stderr_mentions("warning: --float16 d3d applies to float16 (not bfloat16); it does nothing");
+        .stderr_mentions("warning: --float16 toward-zero-inf applies to float16");
     let plain = dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--float16", "nearest"]);
     assert!(!plain.ok().stderr.contains("warning"), "the default rule is never idle: {}", plain.stderr);
     let quiet = dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--member", "w*", "-q"]);
@@ -44,7 +50,7 @@ fn flags_that_do_nothing_for_these_inputs_are_named() {
     // float16 is what --half-precision is for: no warning.
     let h = npy(&[2], &[H(0x3c00), H(0x4000)]);
     dir.write("h.npy", &h);
-    for rule in [&["--half-precision"][..], &["--float16", "d3d"]] {
+    for rule in [&["--half-precision"][..], &["--float16", "toward-zero-inf"], &["--directml-version", "1.8"]] {
         let out = dir.run(&[&["sqdiff", "h.npy", "h.npy", "-o", "hh.npy"][..], rule].concat());
         assert!(!out.ok().stderr.contains("warning"), "{}", out.stderr);
     }

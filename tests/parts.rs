@@ -197,7 +197,7 @@ fn parts_that_disagree_about_the_job_are_refused_by_name() {
     // A different float16 rule (float16 or not: the job says what was asked).
     run_part(&dir, 2, 4, &["--float16", "d3d"])
         .expect_code(1)
-        .stderr_mentions("float16_rule: the staged job has \"nearest\", this part \"d3d\"");
+        .stderr_mentions("float16_rule: the staged job has \"nearest\", this part \"toward-zero-inf\"");
     // A different input with the same header.
     let a = dir.read("a.npy");
     let mut changed = a.clone();

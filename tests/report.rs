@@ -69,7 +69,10 @@ fn report_names_the_float16_rule_as_the_flag_spells_it() {
         (&["--float16", "nearest"], "nearest"),
         (&["--half-precision"], "per-step"),
         (&["--float16", "per-step"], "per-step"),
-        (&["--float16", "d3d"], "d3d"),
+        (&["--float16", "d3d"], "toward-zero-inf"),
+        (&["--float16", "toward-zero-saturate"], "toward-zero-saturate"),
+        (&["--directml-version", "1.8"], "toward-zero-saturate"),
+        (&["--directml-version", "1.15.4"], "toward-zero-inf"),
     ] {
         let single = [&["sqdiff", "h.npy", "h.npy", "-o", "o.npy", "--report", "r.json", "-q"][..], flags].concat();
         dir.run(&single).ok();

@@ -172,6 +172,24 @@ pub struct Job<'a> {
     pub positional: Option<Positional<'a>>,
 }
 
+impl<'a> Job<'a> {
+    /// The same job under other semantics (the directml backend's float16 rule).
+    pub fn with_sem(&self, sem: Semantics) -> Job<'a> {
+        Job {
+            sem,
+            dtype: self.dtype,
+            shape: self.shape,
+            iter: self.iter.clone(),
+            range: self.range.clone(),
+            inputs: self.inputs,
+            feeds: self.feeds,
+            threads: self.threads,
+            summarise: self.summarise,
+            positional: self.positional,
+        }
+    }
+}
+
 /// An output file written in place by the workers (`pwrite` at the chunk's offset), the
 /// pipeline's callback then only counting the bytes ([`Emit::Written`]: progress, totals).
 #[derive(Clone, Copy)]

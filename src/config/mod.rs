@@ -35,6 +35,10 @@ impl std::error::Error for UsageError {}
 #[derive(Debug, Clone)]
 pub struct Config {
     pub sem: Semantics,
+    /// Whether a flag named the float16 rule (`--float16`, `--half-precision`,
+    /// `--directml-version`): only then is a rule that does nothing for the inputs worth a
+    /// warning.
+    pub float16_given: bool,
     pub inputs: [Source; 2],
     pub output: Destination,
     pub level: LevelChoice,
@@ -105,10 +109,13 @@ impl Config {
             check_part(p, &inputs, &output)?;
         }
         let quiet = args.quiet;
-        let backend = backend(args.backend, args.feature_level, args.verify, env)?;
-        let float16 = float16_rule(args.float16, args.half_precision, float16_default(&backend))?;
+        let mut backend = backend(args.backend, args.feature_level, args.verify, env)?;
+        let flags =
+            Float16Flags { arg: args.float16, half_precision: args.half_precision, release: args.directml_version };
+        let (float16, float16_given) = flags.resolve(&mut backend)?;
         Ok(Config {
             sem: Semantics { op, float16 },
+            float16_given,
             inputs,
             output,
             level: args.feature_level,
@@ -180,26 +187,60 @@ fn check_part(p: PartSpec, inputs: &[Source; 2], output: &Destination) -> Result
 }
 
 /// The float16 rule when no flag names one: `nearest` (the contract's arithmetic), except on
-/// the directml backend, where the rule is only `--verify`'s reference and DirectML's own
-/// float32-computing kernels give `d3d` (`docs/backends.md`, "directml").
+/// the directml backend, where the rule is only `--verify`'s reference: the rule of the
+/// DirectML release the backend loads, which it picks itself once loaded (this is the newest
+/// releases' rule, until then; `docs/backends.md`, "float16 by release").
 fn float16_default(backend: &Choice) -> Float16Rule {
     match backend.kind {
-        BackendKind::Directml => Float16Rule::D3d,
+        BackendKind::Directml => Float16Rule::TowardZeroInf,
         BackendKind::Cpu | BackendKind::Wgpu => Float16Rule::Nearest,
     }
 }
 
-/// `--float16 RULE` and `--half-precision` (`--float16 per-step`): the rule, `default` when
+/// The flags that name a float16 rule: `--float16`, `--half-precision` and
+/// `--directml-version`.
+pub(crate) struct Float16Flags {
+    pub(crate) arg: Option<Float16Arg>,
+    pub(crate) half_precision: bool,
+    pub(crate) release: Option<String>,
+}
+
+impl Float16Flags {
+    /// The rule, and whether a flag named it; a rule given to the directml backend too, which
+    /// otherwise picks the rule of the release it loads. Flags naming different rules are a
+    /// usage error.
+    pub(crate) fn resolve(self, backend: &mut Choice) -> Result<(Float16Rule, bool), UsageError> {
+        let flag = float16_rule(self.arg, self.half_precision)?;
+        let release = match &self.release {
+            Some(v) => Some(Float16Rule::of_directml(v).map_err(|e| UsageError(format!("--directml-version: {e}")))?),
+            None => None,
+        };
+        let given = match (flag, release) {
+            (Some(f), Some(r)) if f != r => {
+                return Err(UsageError(format!(
+                    "--directml-version {} stores float16 by the rule {}, which contradicts --float16 {}; give one of \
+                     them",
+                    self.release.unwrap_or_default(),
+                    r.name(),
+                    f.name()
+                )))
+            }
+            (f, r) => f.or(r),
+        };
+        if let Some(s) = backend.directml.as_mut() {
+            s.float16 = given;
+        }
+        Ok((given.unwrap_or_else(|| float16_default(backend)), given.is_some()))
+    }
+}
+
+/// `--float16 RULE` and `--half-precision` (`--float16 per-step`): the rule, `None` when
 /// neither is given; both, naming different rules, are a usage error.
-fn float16_rule(
-    arg: Option<Float16Arg>,
-    half_precision: bool,
-    default: Float16Rule,
-) -> Result<Float16Rule, UsageError> {
+fn float16_rule(arg: Option<Float16Arg>, half_precision: bool) -> Result<Option<Float16Rule>, UsageError> {
     match (arg.map(Float16Rule::from), half_precision) {
-        (None, false) => Ok(default),
-        (None, true) => Ok(Float16Rule::PerStep),
-        (Some(rule), false) | (Some(rule @ Float16Rule::PerStep), true) => Ok(rule),
+        (None, false) => Ok(None),
+        (None, true) => Ok(Some(Float16Rule::PerStep)),
+        (Some(rule), false) | (Some(rule @ Float16Rule::PerStep), true) => Ok(Some(rule)),
         (Some(rule), true) => Err(UsageError(format!(
             "--half-precision is --float16 per-step, which contradicts --float16 {}; give one of them",
             rule.name()
@@ -212,7 +253,8 @@ impl From<Float16Arg> for Float16Rule {
         match arg {
             Float16Arg::Nearest => Float16Rule::Nearest,
             Float16Arg::PerStep => Float16Rule::PerStep,
-            Float16Arg::D3d => Float16Rule::D3d,
+            Float16Arg::TowardZeroInf | Float16Arg::D3d => Float16Rule::TowardZeroInf,
+            Float16Arg::TowardZeroSaturate => Float16Rule::TowardZeroSaturate,
         }
     }
 }
@@ -355,9 +397,28 @@ mod tests {
             assert_eq!(rule(&["--float16", r.name()]).unwrap(), r);
         }
         assert_eq!(rule(&["--float16", "per-step", "--half-precision"]).unwrap(), Float16Rule::PerStep);
-        for other in ["nearest", "d3d"] {
+        for other in ["nearest", "toward-zero-inf"] {
             let e = rule(&["--half-precision", "--float16", other]).unwrap_err().0;
             assert!(e.contains(&format!("contradicts --float16 {other}")), "{e}");
+        }
+        // The old name of toward-zero-inf still works.
+        assert_eq!(rule(&["--float16", "d3d"]).unwrap(), Float16Rule::TowardZeroInf);
+        // A DirectML release names its rule: saturating up to 1.12, to infinity from 1.13.
+        for (v, r) in [("1.8", Float16Rule::TowardZeroSaturate), ("1.12.0", Float16Rule::TowardZeroSaturate)] {
+            assert_eq!(rule(&["--directml-version", v]).unwrap(), r, "{v}");
+        }
+        for v in ["1.13", "1.15.4", "1.15.4.0"] {
+            assert_eq!(rule(&["--directml-version", v]).unwrap(), Float16Rule::TowardZeroInf, "{v}");
+        }
+        assert_eq!(
+            rule(&["--directml-version", "1.8", "--float16", "toward-zero-saturate"]).unwrap().name(),
+            "toward-zero-saturate"
+        );
+        let e = rule(&["--directml-version", "1.8", "--float16", "nearest"]).unwrap_err().0;
+        assert!(e.contains("toward-zero-saturate, which contradicts --float16 nearest"), "{e}");
+        for bad in ["2.0", "1", "latest", "1.x"] {
+            let e = rule(&["--directml-version", bad]).unwrap_err().0;
+            assert!(e.contains("expected a DirectML release such as 1.8"), "{bad}: {e}");
         }
     }
 

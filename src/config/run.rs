@@ -1,7 +1,7 @@
 //! `tensorop run`'s configuration, built as `sub`'s is: every flag and environment variable
 //! read once, and usage errors (exit 2) found before any work, `--dry-run` included.
 
-use super::{backend, float16_default, float16_rule, threads, writing, UsageError};
+use super::{backend, threads, writing, Float16Flags, UsageError};
 use crate::backend::Choice;
 use crate::cli::RunArgs;
 use crate::op::Float16Rule;
@@ -44,9 +44,11 @@ impl RunConfig {
                 "--report - writes to standard output, which print commands use; give a path, or add --dry-run".into(),
             ));
         }
-        let backend = backend(args.backend, args.feature_level, args.verify, env)?;
+        let mut backend = backend(args.backend, args.feature_level, args.verify, env)?;
+        let flags = Float16Flags { arg: args.float16, half_precision: false, release: args.directml_version };
+        let (float16, _) = flags.resolve(&mut backend)?;
         Ok(RunConfig {
-            float16: float16_rule(args.float16, false, float16_default(&backend))?,
+            float16,
             model: args.model,
             level: args.feature_level,
             backend,

@@ -17,7 +17,7 @@
 use crate::npy::fortran;
 use crate::npy::header::encode_header;
 use crate::npy::input::InputTensor;
-use crate::op::Semantics;
+use crate::op::{Float16Rule, Semantics};
 use crate::output::result::{Committed, ResultSink, ToOutput};
 use crate::output::{parent_dir, Pending};
 use crate::plan::Plan;
@@ -205,7 +205,8 @@ impl Repro {
              \n\
              Run the model on any machine, without DirectML:\n\
              \n\
-             \x20   tensorop run model.json --feature-level {level} --float16 {rule}\n",
+             \x20   tensorop run model.json --feature-level {level} --float16 {rule}\n{float16}",
+            float16 = if plan.dtype == crate::dtype::DType::F16 { float16_note(sem.float16) } else { String::new() },
             version = env!("CARGO_PKG_VERSION"),
             op = op.dml_operator(),
             dtype = plan.dtype.name(),
@@ -216,6 +217,23 @@ impl Repro {
         std::fs::write(dir.join(README), readme).context("cannot write README.txt")?;
         Ok(())
     }
+}
+
+/// For a float16 job, README.txt's word on the rule `expected.npy` follows: DirectML's float16
+/// bits depend on its release and device (`docs/backends.md`, "float16 by release").
+fn float16_note(rule: Float16Rule) -> String {
+    format!(
+        "\n\
+         float16: DirectML's bits depend on its release and device, and expected.npy follows the\n\
+         rule {rule}. DirectML 1.8 to 1.12 store float16 toward zero, saturating at 65504\n\
+         (toward-zero-saturate); 1.13 and later toward zero, overflowing to infinity\n\
+         (toward-zero-inf); a device with native 16-bit arithmetic may round each step\n\
+         (per-step). For the answer of the DirectML you run, export again with its version\n\
+         (tensorop ... --directml-version 1.15.4 --dxdispatch DIR), or run the model with it:\n\
+         \n\
+         \x20   tensorop run model.json --directml-version 1.15.4\n",
+        rule = rule.name()
+    )
 }
 
 /// The result's destination inside a repro: its finish commits `expected.npy`, then moves the

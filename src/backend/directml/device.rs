@@ -291,6 +291,7 @@ impl Device {
             dll_version: self.lib.version.clone(),
             feature_level: self.level.to_string(),
             max_feature_level: self.max_level.to_string(),
+            float16_rule: super::release_rule(&self.lib.version).name(),
         }
     }
 }
@@ -404,7 +405,9 @@ pub(crate) fn list(settings: &Settings) -> Result<Vec<Listed>> {
     Ok(out)
 }
 
-/// Whether DirectML creates `op` on one-element `dtype` tensors.
+/// Whether DirectML creates and compiles `op` on one-element `dtype` tensors: what it runs.
+/// Creating alone is not enough: DirectML 1.8.0 creates `sqdiff` on 8- and 16-bit integers
+/// (which its feature levels do not list) and refuses to compile it.
 fn creates(dml: &IDMLDevice, op: Op, dtype: DType) -> bool {
     let sizes = [1u32];
     let Some(dt) = super::create::data_type(dtype) else { return false };
@@ -417,5 +420,9 @@ fn creates(dml: &IDMLDevice, op: Op, dtype: DType) -> bool {
         TotalTensorSizeInBytes: 8,
         GuaranteedBaseOffsetAlignment: 0,
     };
-    super::create::create(dml, op, [&t, &t, &t]).is_ok()
+    let Ok(created) = super::create::create(dml, op, [&t, &t, &t]) else { return false };
+    let mut compiled: Option<IDMLCompiledOperator> = None;
+    // SAFETY: a COM call on live objects.
+    let ok = unsafe { dml.CompileOperator(&created, DML_EXECUTION_FLAG_NONE, &mut compiled) };
+    ok.is_ok() && compiled.is_some()
 }

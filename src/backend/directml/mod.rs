@@ -20,6 +20,7 @@ mod operator;
 pub mod verify;
 
 use super::{Job, Ran};
+use crate::op::Float16Rule;
 use crate::spec::level::FeatureLevel;
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -44,6 +45,9 @@ pub struct Settings {
     pub adapter: Option<u32>,
     pub chunk_bytes: u64,
     pub verify: bool,
+    /// The float16 rule a flag named (`--float16`, `--directml-version`): `--verify`'s
+    /// reference. `None`: the rule of the release loaded ([`Dml::float16_rule`]).
+    pub float16: Option<Float16Rule>,
 }
 
 impl Settings {
@@ -64,7 +68,7 @@ impl Settings {
                 _ => bail!("{CHUNK_ENV}={v} is not a byte count; give a whole number such as 65536"),
             },
         };
-        Ok(Settings { level, dll: value(DLL_ENV).map(PathBuf::from), adapter, chunk_bytes, verify })
+        Ok(Settings { level, dll: value(DLL_ENV).map(PathBuf::from), adapter, chunk_bytes, verify, float16: None })
     }
 
     /// Settings for listing devices: no level asked for.
@@ -95,6 +99,10 @@ pub struct DeviceReport {
     pub feature_level: String,
     /// The highest level the DLL and driver report.
     pub max_feature_level: String,
+    /// How this release stores float16 on a device without native 16-bit arithmetic
+    /// (`Float16Rule::of_directml` of its version): `--verify`'s reference unless a flag names
+    /// another rule.
+    pub float16_rule: &'static str,
 }
 
 /// An open DirectML device.
@@ -132,12 +140,25 @@ impl Dml {
         }
     }
 
+    /// The float16 rule of the run: the one a flag named, else the loaded release's.
+    pub fn float16_rule(&self) -> Float16Rule {
+        #[cfg(windows)]
+        {
+            self.settings.float16.unwrap_or_else(|| release_rule(&self.device.report().dll_version))
+        }
+        #[cfg(not(windows))]
+        {
+            self.settings.float16.unwrap_or_default()
+        }
+    }
+
     /// Runs `job`, handing each chunk's output (its first element's index, its bytes) in
-    /// order to `emit`.
+    /// order to `emit`. `--verify`'s reference follows [`Dml::float16_rule`].
     pub fn run(&self, job: &Job, emit: &mut dyn FnMut(u64, &[u8]) -> Result<()>) -> Result<Ran> {
         #[cfg(windows)]
         {
-            run::run(&self.device, &self.settings, job, emit)
+            let sem = crate::op::Semantics { float16: self.float16_rule(), ..job.sem };
+            run::run(&self.device, &self.settings, &job.with_sem(sem), emit)
         }
         #[cfg(not(windows))]
         {
@@ -145,6 +166,12 @@ impl Dml {
             bail!("{}", unavailable().unwrap_or_default())
         }
     }
+}
+
+/// The float16 rule of the DirectML release of file version `version`; the newest releases'
+/// where the version cannot be read.
+pub fn release_rule(version: &str) -> Float16Rule {
+    Float16Rule::of_directml(version).unwrap_or(Float16Rule::TowardZeroInf)
 }
 
 /// `tensorop devices`: the DirectML adapters (Windows), or why there are none.
