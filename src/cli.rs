@@ -90,8 +90,8 @@ pub struct CompareArgs {
     pub a: String,
     /// Second input, the reference, e.g. expected.npy (`-` = standard input); two containers
     /// are compared member by member, paired by name
-    #[arg(value_name = "B")]
-    pub b: String,
+    #[arg(value_name = "B", required_unless_present = "conformant")]
+    pub b: Option<String>,
     /// Elements also count as equal when |a - b| <= ATOL + RTOL * |b|, as NumPy's isclose
     /// (computed exactly); ATOL alone means RTOL 0. Without --atol, --rtol and --ulps: bit
     /// equality
@@ -107,6 +107,11 @@ pub struct CompareArgs {
     /// JSON instead of text
     #[arg(long)]
     pub json: bool,
+    /// Instead of B: accept, element by element, any result a conformant DirectML may give for
+    /// OP on the inputs IN_A and IN_B (every float16 rule, subnormals flushed or kept, any NaN
+    /// for a NaN); exit 4 for an element none gives
+    #[arg(long, num_args = 3, value_names = ["OP", "IN_A", "IN_B"], conflicts_with_all = ["b", "atol", "rtol", "ulps"])]
+    pub conformant: Option<Vec<String>>,
 }
 
 /// A tolerance: a finite number, zero or more.
@@ -173,6 +178,11 @@ pub struct OpArgs {
     /// mean squared error) and a histogram; in the report and, unless -q, on standard error
     #[arg(long)]
     pub stats: bool,
+    /// Count the result elements whose value a conformant DirectML may give differently, by
+    /// cause: the float16 rule of its release or device, subnormal flushing, NaN payloads (two
+    /// .npy files; also with --dry-run); in the report and, unless -q, on standard error
+    #[arg(long)]
+    pub device_dependence: bool,
     /// Flush the result (and the report) to storage before returning, so that it survives a
     /// power cut; slower, off by default
     #[arg(long)]

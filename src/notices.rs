@@ -10,6 +10,20 @@ use crate::plan::Plan;
 use crate::spec::checks::Validation;
 use crate::spec::level::LevelChoice;
 
+/// `--device-dependence` on standard error: the counts in one line, and where the float16 rules
+/// disagree, the rule this result follows and how to get another DirectML's.
+pub(crate) fn device_dependence(cfg: &Config, d: &crate::verdict::conformant::Dependence) {
+    eprintln!("tensorop: {}", d.line());
+    if d.float16_rule > 0 {
+        eprintln!(
+            "tensorop: this result follows --float16 {}; where the rules disagree, DirectML gives another answer by \
+             its release and device: --directml-version V (or --float16) gives release V's, and tensorop compare \
+             --conformant accepts any",
+            cfg.sem.float16.name()
+        );
+    }
+}
+
 /// What a dry run that passed would have done, for standard error: a dry run is never silent.
 pub(crate) fn dry_run_verdict(cfg: &Config, plan: &Plan, validation: &Validation) -> String {
     let level = match cfg.level {

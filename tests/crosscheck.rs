@@ -1,5 +1,6 @@
 //! Runs the NumPy cross-checks (`tests/crosscheck.py`; `tests/crosscheck_compare.py` for the
-//! comparison core behind `compare` and `--verify`; `tests/crosscheck_dxdispatch.py` for
+//! comparison core behind `compare` and `--verify`; `tests/crosscheck_conformant.py` for what any
+//! conformant DirectML may give; `tests/crosscheck_dxdispatch.py` for
 //! `tensorop run`; `tests/crosscheck_containers.py` for `.npz` and `.safetensors` pairs, which
 //! also needs the `safetensors` Python package) and the fixture generator
 //! (`testdata/make_fixtures.py`). They need python3 with numpy; without them these tests print why
@@ -60,6 +61,15 @@ fn crosscheck_against_numpy() {
 fn compare_crosscheck_against_numpy() {
     if need_numpy("compare_crosscheck_against_numpy") {
         run_crosscheck("crosscheck_compare.py", &["--seed", "5", "--cases", "150"]);
+    }
+}
+
+/// `--device-dependence` and `compare --conformant` against a NumPy model of DirectML's float16
+/// rules: the counts per cause, every rule's result accepted, a one-step change refused.
+#[test]
+fn conformant_crosscheck_against_numpy() {
+    if need_numpy("conformant_crosscheck_against_numpy") {
+        run_crosscheck("crosscheck_conformant.py", &["--seed", "3", "--cases", "40"]);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Verdicts that must not say "identical" when they are not: a checkpoint member whose shape
 //! changed (the `--stats` digest, the report and `compare`), two `.npy` files of different
-//! shapes, and an output named as a container for a `.npy` pair. Every test drives the real
+//! shapes, and an output named as a container for a `.npy` pair; and what any conformant
+//! DirectML may give (`--device-dependence`, `compare --conformant`). Every test drives the real
 //! binary and checks the exit status, standard error and the JSON a script would read.
 
 use crate::common::containers::*;
@@ -134,4 +135,96 @@ fn a_npy_pair_is_never_written_under_a_containers_name() {
         assert!(!dir.exists(out) && !dir.exists(&format!(".{out}.tensorop-parts")), "{out}: part staged");
     }
     dir.run(&["sub", "a.npy", "b.npy", "-o", "x.npy"]).ok();
+}
+
+/// float16 elements built for each cause: a tie that toward zero breaks the other way, an
+/// overflow (infinity from DirectML 1.13, 65504 before), subnormals, a NaN payload, and none.
+fn dependence_inputs(dir: &Dir) {
+    let a = [H(0x3c02), H(0x7bff), H(0x0003), H(0x7e01), H(0x4000)];
+    let b = [H(0x1000), H(0xbc00), H(0x0001), H(0x3c00), H(0x3c00)];
+    dir.write("a.npy", &npy(&[5], &a));
+    dir.write("b.npy", &npy(&[5], &b));
+}
+
+#[test]
+fn device_dependence_counts_each_cause() {
+    let dir = Dir::new();
+    dependence_inputs(&dir);
+    let out = dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--device-dependence", "--report", "r.json"]);
+    out.ok()
+        .stderr_mentions("2 of 5 elements depend on the float16 rule; 1 on subnormal flushing; 1 are NaN (any payload)")
+        .stderr_mentions("this result follows --float16 nearest");
+    let d = dir.report("r.json")["device_dependence"].clone();
+    assert_eq!(d, serde_json::json!({"elements": 5, "any": 4, "float16_rule": 2, "subnormal": 1, "nan": 1}));
+    // The same counts without computing anything; none for float32 values with none.
+    let out = dir.run(&["sub", "a.npy", "b.npy", "--dry-run", "--device-dependence"]);
+    out.ok().stderr_mentions("2 of 5 elements depend on the float16 rule");
+    dir.write("f.npy", &npy(&[3], &[1.0f32, 2.0, 3.0]));
+    let out = dir.run(&["sqdiff", "f.npy", "f.npy", "-o", "g.npy", "--device-dependence"]);
+    out.ok().stderr_mentions("0 of 3 elements depend on the float16 rule; 0 on subnormal flushing; 0 are NaN");
+    assert!(!out.stderr.contains("this result follows"), "{}", out.stderr);
+    // Without the flag: no counting, no key.
+    dir.run(&["sub", "a.npy", "b.npy", "-o", "c.npy", "--report", "r.json"]).ok();
+    assert!(dir.report("r.json").get("device_dependence").is_none());
+    // Containers: refused, naming the way out.
+    dir.write("m.safetensors", &safetensors(&[("w", "F32", &[1], f32_bytes(&[1.0]))]));
+    let out = dir.run(&["sub", "m.safetensors", "m.safetensors", "-o", NULL, "--device-dependence"]);
+    out.expect_code(2).stderr_mentions("give two .npy files");
+}
+
+#[test]
+fn compare_conformant_accepts_every_release_and_refuses_the_rest() {
+    let dir = Dir::new();
+    dependence_inputs(&dir);
+    for rule in [
+        &["--float16", "nearest"][..],
+        &["--directml-version", "1.8"],
+        &["--directml-version", "1.15.4"],
+        &["--float16", "per-step"],
+    ] {
+        dir.run(&[&["sub", "a.npy", "b.npy", "-o", "got.npy", "-q"][..], rule].concat()).ok();
+        let out = dir.run(&["compare", "got.npy", "--conformant", "sub", "a.npy", "b.npy"]);
+        assert!(out.ok().stdout_str().contains("got.npy: conformant: each of its 5 elements"), "{rule:?}");
+    }
+    // 1.15.4's answer: infinity at [1], which no rule gives for 2 - 1 at [4].
+    dir.write("bad.npy", &npy(&[5], &[H(0x3c01), H(0x7c00), H(0x0002), H(0x7e00), H(0x3c01)]));
+    let out = dir.run(&["compare", "bad.npy", "--conformant", "sub", "a.npy", "b.npy"]);
+    let text = out.expect_code(4).stdout_str();
+    assert!(text.contains("not conformant: 1 of 5 elements are no result"), "{text}");
+    assert!(text.contains("the first at [4]: 1.001 (0x3C01), where tensorop's default answer is 1 (0x3C00)"), "{text}");
+    let json = dir
+        .run(&["compare", "bad.npy", "--conformant", "sub", "a.npy", "b.npy", "--json"])
+        .expect_code(4)
+        .stdout_json();
+    assert_eq!((json["verdict"].clone(), json["outside_tolerance"].clone()), ("not_conformant".into(), 1.into()));
+    assert_eq!(json["first_outside"]["index"], serde_json::json!([4]));
+    // float32: a subnormal difference may be flushed to zero of its sign, a NaN be any NaN;
+    // integers have one answer.
+    let tiny = f32::from_bits(1);
+    dir.write("x.npy", &npy(&[3], &[tiny, f32::NAN, 1.0f32]));
+    dir.write("y.npy", &npy(&[3], &[0.0f32, 1.0, 0.5]));
+    for got in [[tiny, f32::NAN, 0.5f32], [0.0, f32::from_bits(0xffc0_0001), 0.5]] {
+        dir.write("g.npy", &npy(&[3], &got));
+        dir.run(&["compare", "g.npy", "--conformant", "sub", "x.npy", "y.npy"]).ok();
+    }
+    dir.write("g.npy", &npy(&[3], &[-0.0f32, f32::NAN, 0.5]));
+    dir.run(&["compare", "g.npy", "--conformant", "sub", "x.npy", "y.npy"]).expect_code(4);
+    dir.write("i.npy", &npy(&[2], &[7i32, -1]));
+    dir.write("j.npy", &npy(&[2], &[5i32, i32::MAX]));
+    // (-1 - (2^31 - 1))^2 = 2^62 wraps to 0.
+    dir.write("k.npy", &npy(&[2], &[4i32, 0]));
+    dir.run(&["compare", "k.npy", "--conformant", "sqdiff", "i.npy", "j.npy"]).ok();
+    dir.write("k.npy", &npy(&[2], &[4i32, 2]));
+    dir.run(&["compare", "k.npy", "--conformant", "sqdiff", "i.npy", "j.npy"]).expect_code(4);
+    // Another shape, an unknown operator, B beside --conformant.
+    dir.write("short.npy", &npy(&[4], &[H(0); 4]));
+    let json = dir
+        .run(&["compare", "short.npy", "--conformant", "sub", "a.npy", "b.npy", "--json"])
+        .expect_code(4)
+        .stdout_json();
+    assert_eq!(json["verdict"], "different_shape");
+    dir.run(&["compare", "bad.npy", "--conformant", "mul", "a.npy", "b.npy"])
+        .expect_code(1)
+        .stderr_mentions("sub or sqdiff");
+    dir.run(&["compare", "bad.npy", "got.npy", "--conformant", "sub", "a.npy", "b.npy"]).expect_code(2);
 }

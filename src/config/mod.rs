@@ -54,6 +54,8 @@ pub struct Config {
     pub dry_run: bool,
     /// `--stats`: summarise the result.
     pub summarise: bool,
+    /// `--device-dependence`: count the elements a conformant DirectML may give differently.
+    pub device_dependence: bool,
     /// How the output and the report are written: `--fsync`, and unnamed temporary files
     /// unless `TENSOROP_NAMED_TEMPFILES=1`.
     pub writing: Writing,
@@ -128,6 +130,7 @@ impl Config {
             report,
             dry_run: args.dry_run,
             summarise: args.stats,
+            device_dependence: args.device_dependence,
             writing: writing(args.fsync, env),
             quiet,
             threads: threads(args.threads),

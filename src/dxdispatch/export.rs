@@ -203,6 +203,11 @@ impl Repro {
              \n\
              \x20   tensorop compare {out} expected.npy\n\
              \n\
+             or accept any result a conformant DirectML may give, whatever its release and device\n\
+             (float16 rules, subnormals flushed or not, NaN payloads):\n\
+             \n\
+             \x20   tensorop compare {out} --conformant {name} a.npy b.npy\n\
+             \n\
              Run the model on any machine, without DirectML:\n\
              \n\
              \x20   tensorop run model.json --feature-level {level} --float16 {rule}\n{float16}",
@@ -229,9 +234,11 @@ fn float16_note(rule: Float16Rule) -> String {
          (toward-zero-saturate); 1.13 and later toward zero, overflowing to infinity\n\
          (toward-zero-inf); a device with native 16-bit arithmetic may round each step\n\
          (per-step). For the answer of the DirectML you run, export again with its version\n\
-         (tensorop ... --directml-version 1.15.4 --dxdispatch DIR), or run the model with it:\n\
+         (tensorop ... --directml-version 1.15.4 --dxdispatch DIR), run the model with it:\n\
          \n\
-         \x20   tensorop run model.json --directml-version 1.15.4\n",
+         \x20   tensorop run model.json --directml-version 1.15.4\n\
+         \n\
+         or use compare --conformant above, which accepts every rule.\n",
         rule = rule.name()
     )
 }

@@ -13,6 +13,7 @@
 //! element types' steps and the portable slice kernels, `f16` the float16 kernels.
 
 mod arith;
+pub mod conformant;
 mod f16;
 
 use arith::element;

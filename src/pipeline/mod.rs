@@ -53,6 +53,11 @@ pub fn run(cfg: &Config) -> Outcome {
             Ok(Outcome::Refused(container_named(&cfg.output).unwrap_or_default()))
         }
         Ok(Inputs::Pair(inputs)) => stages(cfg, inputs, &mut trace),
+        Ok(Inputs::Containers(_)) if cfg.device_dependence => Ok(Outcome::Refused(
+            "--device-dependence counts the elements of one result: give two .npy files (a container's member can be \
+             saved as .npy with NumPy or the safetensors package)"
+                .into(),
+        )),
         Ok(Inputs::Containers(_)) if cfg.part.is_some() => Err(anyhow::anyhow!(
             "--part splits the result of one pair of .npy files; a container pair is split by member instead \
              (--member PATTERN), one run per group of members"
@@ -66,6 +71,9 @@ pub fn run(cfg: &Config) -> Outcome {
     if let (Outcome::Ok, Some(s), Some(p), false) = (&outcome, &trace.summary, &trace.plan, cfg.quiet) {
         let label = summary::Label { of: cfg.sem.op.name(), dtype: p.dtype.name(), mean: cfg.sem.op.mean_name() };
         eprint!("{}", summary::human(s, &label));
+    }
+    if let (Outcome::Ok, Some(d), false) = (&outcome, &trace.dependence, cfg.quiet) {
+        crate::notices::device_dependence(cfg, d);
     }
     if let (Outcome::Ok, true, Some(p), Some(v), false) =
         (&outcome, cfg.dry_run, &trace.plan, &trace.validation, cfg.quiet)
@@ -135,6 +143,12 @@ fn stages(cfg: &Config, inputs: Vec<InputTensor>, trace: &mut Trace) -> Result<O
         return Ok(Outcome::Invalid(validation.failure_summary()));
     }
     let plan = trace.plan.insert(Plan::new(validation, [a, b])?).clone();
+    if cfg.device_dependence {
+        let iter = crate::shape::Iteration::new(&plan.out_shape, &plan.strides[0], &plan.strides[1]);
+        let walk = crate::verdict::conformant::Walk { op: cfg.sem.op, dtype: plan.dtype, iter: &iter, inputs: [a, b] };
+        let range = cfg.part.map_or(0..plan.elements, |p| p.range(plan.elements));
+        trace.dependence = Some(walk.dependence(range)?);
+    }
     // `--dxdispatch`: the repro is assembled in a hidden directory, the job written into it
     // while the inputs are open; the result joins it, and committing the result moves it into
     // place.

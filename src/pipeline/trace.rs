@@ -43,6 +43,8 @@ pub(super) struct Trace {
     pub(super) summary: Option<Summary>,
     /// `--verify`: the verdict, over what was compared (complete only for a committed output).
     pub(super) verified: Option<crate::backend::directml::verify::Verified>,
+    /// `--device-dependence`: the counts, once the plan was made.
+    pub(super) dependence: Option<crate::verdict::conformant::Dependence>,
     /// How the output reached its name, once it was opened.
     pub(super) staging: Option<Staging>,
     /// `--fsync`: whether the committed output was flushed to storage.
@@ -100,6 +102,7 @@ impl Trace {
             dml,
             stats: summary,
             verify: self.verified,
+            device_dependence: self.dependence,
             backend: BackendInfo {
                 name: cfg.backend.name(),
                 device: self.device.as_ref().map(|d| d.0.clone()),

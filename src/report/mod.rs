@@ -72,6 +72,9 @@ pub struct Report {
     /// `--verify` (directml backend): DirectML's output against the CPU's reference.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::backend::directml::verify::Verified>,
+    /// `--device-dependence`: the elements a conformant DirectML may give differently, by cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_dependence: Option<crate::verdict::conformant::Dependence>,
     pub backend: BackendInfo,
     pub elements: u64,
     pub bytes_read: u64,

@@ -10,6 +10,7 @@
 //! `isclose`, exactly) say how far apart two differing elements are; the first differences are
 //! kept as [`Difference`]s, located by member or dispatch, multi-index and both bit patterns.
 
+pub mod conformant;
 pub mod element;
 
 use crate::dtype::DType;
@@ -107,6 +108,9 @@ pub struct Tally {
     pub max_ulps_at: Option<Vec<u64>>,
     /// The first [`FIRST`] differences, in order.
     pub first_differences: Vec<Difference>,
+    /// The first difference outside the tolerances (or what `compare --conformant` allows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_outside: Option<Difference>,
     #[serde(skip)]
     dtype: Option<DType>,
     #[serde(skip)]
@@ -140,6 +144,7 @@ impl Tally {
             max_ulps: None,
             max_ulps_at: None,
             first_differences: Vec::new(),
+            first_outside: None,
             dtype: Some(dtype),
             shape: shape.to_vec(),
             tolerance,
@@ -150,7 +155,7 @@ impl Tally {
 
     /// Names what this tally compares (a member or a dispatch): its differences say so.
     pub fn scoped(mut self, scope: Scope) -> Tally {
-        for d in &mut self.first_differences {
+        for d in self.first_differences.iter_mut().chain(self.first_outside.as_mut()) {
             apply(&scope, d);
         }
         self.scope = scope;
@@ -166,15 +171,31 @@ impl Tally {
         for (i, (x, y)) in a.chunks_exact(es).zip(b.chunks_exact(es)).enumerate() {
             self.compared += 1;
             if x != y {
-                self.record(dtype, first + i as u64, x, y);
+                let within = self.tolerance.allows(dtype, x, y);
+                self.record(dtype, first + i as u64, x, y, within);
             }
         }
     }
 
-    /// Records one differing pair at position `flat`.
-    fn record(&mut self, dtype: DType, flat: u64, x: &[u8], y: &[u8]) {
+    /// As [`add`](Self::add), but a differing element is outside when `accept(i, x)` says no
+    /// for the `i`th element `x` of `a` (the allowed results of `compare --conformant`) instead
+    /// of by the tolerances.
+    pub fn add_judged(&mut self, first: u64, a: &[u8], b: &[u8], accept: &dyn Fn(usize, &[u8]) -> bool) {
+        let Some(dtype) = self.dtype else { return };
+        let es = dtype.size();
+        for (i, (x, y)) in a.chunks_exact(es).zip(b.chunks_exact(es)).enumerate() {
+            self.compared += 1;
+            if x != y {
+                self.record(dtype, first + i as u64, x, y, accept(i, x));
+            }
+        }
+    }
+
+    /// Records one differing pair at position `flat`; `within` says whether it is within what
+    /// is allowed (the tolerances, or `compare --conformant`'s results).
+    fn record(&mut self, dtype: DType, flat: u64, x: &[u8], y: &[u8], within: bool) {
         self.differing += 1;
-        if !self.tolerance.allows(dtype, x, y) {
+        if !within {
             self.outside_tolerance += 1;
         }
         let index = || unravel(&self.shape, flat);
@@ -192,7 +213,7 @@ impl Tally {
                 self.max_ulps_at = Some(index());
             }
         }
-        if self.first_differences.len() < FIRST {
+        if self.first_differences.len() < FIRST || (!within && self.first_outside.is_none()) {
             let mut d = Difference {
                 member: None,
                 dispatch: None,
@@ -206,7 +227,12 @@ impl Tally {
                 order: 0,
             };
             apply(&self.scope, &mut d);
-            self.first_differences.push(d);
+            if !within && self.first_outside.is_none() {
+                self.first_outside = Some(d.clone());
+            }
+            if self.first_differences.len() < FIRST {
+                self.first_differences.push(d);
+            }
         }
     }
 
@@ -272,6 +298,10 @@ impl Tally {
             self.max_abs_difference = o.max_abs_difference.clone();
             self.max_abs_difference_at = o.max_abs_difference_at.clone();
         }
+        self.first_outside = match (self.first_outside.take(), &o.first_outside) {
+            (Some(m), Some(t)) if (t.order, t.element) < (m.order, m.element) => Some(t.clone()),
+            (m, t) => m.or_else(|| t.clone()),
+        };
         self.first_differences.extend(o.first_differences.iter().cloned());
         self.first_differences.sort_by_key(|d| (d.order, d.element));
         self.first_differences.truncate(FIRST);
