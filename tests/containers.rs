@@ -67,7 +67,7 @@ fn safetensors_pairs_run_member_by_member_into_a_safetensors_output() {
     // stderr: the totals, then a line per member that differs; `same` is all zeros.
     assert!(out.stderr.contains("tensorop: w: float32"), "{}", out.stderr);
     assert!(!out.stderr.contains("tensorop: same:"), "{}", out.stderr);
-    assert!(out.stderr.contains("3 member pairs compared: 2 differ, 1 identical"), "{}", out.stderr);
+    assert!(out.stderr.contains("3 member pairs compared: 2 differ, 1 bit-identical"), "{}", out.stderr);
     let r = dir.report("r.json");
     assert_eq!(r["status"], "ok");
     assert_eq!(r["inputs"][0]["format"], "safetensors");
@@ -698,7 +698,7 @@ fn stats_print_the_totals_then_the_ten_worst_members_and_the_report_has_every_me
     out.ok();
     let err = &out.stderr;
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines[0], "tensorop: 30 member pairs compared: 25 differ, 5 identical (all-zero result)", "{err}");
+    assert_eq!(lines[0], "tensorop: 30 member pairs compared: 25 differ, 5 bit-identical", "{err}");
     assert!(lines[1].starts_with("tensorop: stats of sqdiff (all members, 120 elements)"), "{err}");
     assert!(lines[2].contains("(mean squared error)"), "{err}");
     assert_eq!(

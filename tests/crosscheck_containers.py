@@ -813,9 +813,14 @@ def run_case(exe, c, tmp, extra):
                         "/dev/null")
     if c.stats:
         refs = [xc.reference_stats(numeric(p.da, p.exp)) for p in pairs]
-        # Two containers' members of different shapes differ, whatever their result.
-        reshaped = [c.single is None and p.a.shape != p.b.shape for p in pairs]
-        differing = sum(r["histogram"]["zero"] != r["count"] or x for r, x in zip(refs, reshaped))
+        # Two containers' members differ when their bits do (a NaN equals only the same NaN,
+        # +0 and -0 differ), or their shapes; a .npy against a container, when the result is not
+        # all zeros.
+        def pair_differs(p, r):
+            if c.single is not None:
+                return r["histogram"]["zero"] != r["count"]
+            return p.a.shape != p.b.shape or p.a.dtype != p.b.dtype or p.a.tobytes() != p.b.tobytes()
+        differing = sum(pair_differs(p, r) for p, r in zip(pairs, refs))
         if totals.get("differing") != differing:
             problems.append(f"totals.differing {totals.get('differing')!r}, expected {differing}")
         check_totals_stats(exe, c, tmp, pairs, totals, extra, problems)

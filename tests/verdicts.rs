@@ -40,12 +40,40 @@ fn a_member_whose_shape_changed_is_a_difference_not_identical() {
         "r.json",
     ]);
     out.ok()
-        .stderr_mentions("1 member pair compared: 0 differ, 1 identical")
+        .stderr_mentions("1 member pair compared: 0 differ, 1 bit-identical")
         .stderr_mentions("1 more member changed shape, not computed");
     let r = dir.report("r.json");
     assert_eq!((r["totals"]["differing"].clone(), r["totals"]["pairs"].clone()), (1.into(), 1.into()));
     assert_eq!(r["members"].as_array().map(|m| m.len()), Some(1));
     assert_eq!(r["members"][0]["name"], "v");
+}
+
+/// The digest's "identical" is the comparison core's: A's member is B's bit for bit. The same
+/// NaN is identical although NaN - NaN is NaN; +0 against -0 differs although 0 - -0 is 0.
+#[test]
+fn the_digest_says_identical_for_bit_identical_members_only() {
+    let dir = Dir::new();
+    let nan = f32_bytes(&[f32::from_bits(0x7fc0_0001), 1.0]);
+    dir.write(
+        "a.safetensors",
+        &safetensors(&[("nan", "F32", &[2], nan.clone()), ("zero", "F32", &[1], f32_bytes(&[0.0]))]),
+    );
+    dir.write("b.safetensors", &safetensors(&[("nan", "F32", &[2], nan), ("zero", "F32", &[1], f32_bytes(&[-0.0]))]));
+    let out = dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", NULL, "--stats", "-v", "--report", "r.json"]);
+    out.ok().stderr_mentions("2 member pairs compared: 1 differ, 1 bit-identical");
+    let r = dir.report("r.json");
+    let identical = |name: &str| {
+        let m = r["members"].as_array().expect("members").iter().find(|m| m["name"] == name).cloned().expect("member");
+        m["identical"].clone()
+    };
+    assert_eq!((identical("nan"), identical("zero")), (true.into(), false.into()));
+    assert_eq!(r["totals"]["differing"], 1);
+    // A .npy against a container is no diff: its result is what counts, and no bit verdict.
+    dir.write("z.npy", &npy(&[1], &[0.0f32]));
+    let out =
+        dir.run(&["sub", "a.safetensors", "z.npy", "-o", NULL, "--stats", "--member", "zero", "--report", "r.json"]);
+    out.ok().stderr_mentions("1 member pair compared: 0 differ, 1 identical (all-zero result)");
+    assert_eq!(dir.report("r.json")["members"][0]["identical"], serde_json::Value::Null);
 }
 
 #[test]
@@ -75,7 +103,7 @@ fn broadcasting_members_on_purpose_still_counts_them_as_differing() {
     dir.write("row.npy", &npy(&[8], &[1.0f32; 8]));
     let out =
         dir.run(&["sub", "sa.safetensors", "row.npy", "-o", NULL, "--member", "w", "--stats", "--report", "r.json"]);
-    out.ok().stderr_mentions("1 member pair compared: 0 differ, 1 identical");
+    out.ok().stderr_mentions("1 member pair compared: 0 differ, 1 identical (all-zero result)");
     assert_eq!(dir.report("r.json")["members"][0]["shapes_differ"], false);
 }
 

@@ -50,6 +50,9 @@ struct MemberRun {
     /// `--stats`: the pair's finished summary (its accumulator goes into [`Merging`] at once, so
     /// memory does not grow with the number of members).
     summary: Option<Summary>,
+    /// `--stats` over two containers: A's member against B's, bit for bit (`verdict`), which
+    /// the digest's "identical" is.
+    verdict: Option<crate::verdict::Tally>,
     written: bool,
 }
 
@@ -311,6 +314,7 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair, broadcast: BroadcastMode)
         too_large,
         strides,
         summary: None,
+        verdict: None,
         written: false,
     }
 }

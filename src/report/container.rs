@@ -62,6 +62,9 @@ pub struct MemberEntry {
     /// The two sides' shapes differ (broadcast, by `--broadcast numpy` or a `.npy` against a
     /// container): such a pair is counted as differing, whatever its result.
     pub shapes_differ: bool,
+    /// `--stats` over two containers' members of one shape: whether A's member is B's bit for
+    /// bit (a NaN equals only the same NaN; +0 and -0 differ); `null` otherwise.
+    pub identical: Option<bool>,
     pub support_row: Option<String>,
     pub minimum_feature_level: Option<String>,
     pub checks: Vec<Check>,

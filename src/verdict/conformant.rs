@@ -1,10 +1,11 @@
 //! What any conformant DirectML may give, over a whole job (`docs/backends.md`, "What any
 //! conformant device may give"): how many result elements depend on the device or the release,
 //! by cause (`--device-dependence`), and whether a device's output is, element by element, one
-//! of the results a conformant DirectML may give (`tensorop compare --conformant`). Both walk
-//! the output's elements with their pairs of input elements, row by row, reading each input's
-//! window of a row at once, so memory stays bounded; each element is judged by
-//! [`crate::op::conformant::allowed`].
+//! of the results a conformant DirectML may give (`tensorop compare --conformant`); and, with
+//! [`inputs_tally`], whether two inputs of one shape are identical (the container digest's
+//! verdict). All walk the output's elements with their pairs of input elements, row by row,
+//! reading each input's window of a row at once, so memory stays bounded ([`pairs`]); each
+//! element's allowed results come from [`crate::op::conformant::allowed`].
 
 use super::Tally;
 use crate::dtype::DType;
@@ -78,38 +79,70 @@ pub struct Walk<'a> {
     pub inputs: [&'a InputTensor; 2],
 }
 
+/// What [`pairs`] hands a row to: its first element's position, and A's and B's elements.
+pub type RowVisit<'v> = dyn FnMut(u64, &[u8], &[u8]) -> Result<()> + 'v;
+
+/// Calls `visit(first, a, b)` for the output elements `range` of a job over `inputs` in the
+/// iteration space `iter`, a row at a time: `a` and `b` hold the row's input elements, one per
+/// output element, little-endian, each input's window of the row read at once.
+pub fn pairs(
+    iter: &Iteration,
+    inputs: [&InputTensor; 2],
+    dtype: DType,
+    range: Range<u64>,
+    visit: &mut RowVisit<'_>,
+) -> Result<()> {
+    let es = dtype.size();
+    let inner = *iter.dims.last().unwrap_or(&1);
+    let stride = |i: usize| iter.strides[i].last().copied().unwrap_or(0);
+    // A strided row is read as one window: at most about ROW elements of each input.
+    let widest = stride(0).max(stride(1)).max(1);
+    let (mut window, mut row) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut at = range.start;
+    while at < range.end {
+        let idx = iter.unravel(at);
+        let k = idx.last().copied().unwrap_or(0);
+        let n = (inner - k).min(range.end - at).min((ROW / widest).max(1));
+        for i in 0..2 {
+            let s = stride(i);
+            window[i].resize(((n - 1) * s + 1) as usize * es, 0);
+            inputs[i].read_le(iter.offset(i, &idx), &mut window[i])?;
+            row[i].clear();
+            for j in 0..n {
+                row[i].extend_from_slice(&window[i][(j * s) as usize * es..][..es]);
+            }
+        }
+        visit(at, &row[0], &row[1])?;
+        at += n;
+    }
+    Ok(())
+}
+
+/// Input A's elements against input B's, in the output's order: whether the two tensors (of
+/// one shape) are identical, and how they differ, as `compare` counts it.
+pub fn inputs_tally(iter: &Iteration, inputs: [&InputTensor; 2], dtype: DType, shape: &[u64]) -> Result<Tally> {
+    let mut t = Tally::new(dtype, shape, super::element::Tolerance::default());
+    pairs(iter, inputs, dtype, 0..t.elements, &mut |first, a, b| {
+        t.add(first, a, b);
+        Ok(())
+    })?;
+    Ok(t)
+}
+
 impl Walk<'_> {
     /// Calls `visit(first, allowed)` for the output elements `range`, a row at a time, with what
     /// a conformant DirectML may give for each.
     fn each(&self, range: Range<u64>, visit: &mut dyn FnMut(u64, &[Allowed]) -> Result<()>) -> Result<()> {
         let es = self.dtype.size();
-        let inner = *self.iter.dims.last().unwrap_or(&1);
-        let (mut buf, mut judged) = ([Vec::new(), Vec::new()], Vec::new());
-        let mut at = range.start;
-        while at < range.end {
-            let idx = self.iter.unravel(at);
-            let k = idx.last().copied().unwrap_or(0);
-            // A strided row is read as one window: at most about ROW elements of each input.
-            let widest = self.iter.strides.iter().map(|s| s.last().copied().unwrap_or(0)).max().unwrap_or(1);
-            let n = (inner - k).min(range.end - at).min((ROW / widest.max(1)).max(1));
-            for (i, b) in buf.iter_mut().enumerate() {
-                let stride = self.iter.strides[i].last().copied().unwrap_or(0);
-                let span = (n - 1) * stride + 1;
-                b.resize(span as usize * es, 0);
-                self.inputs[i].read_le(self.iter.offset(i, &idx), b)?;
-            }
+        let mut judged = Vec::new();
+        pairs(self.iter, self.inputs, self.dtype, range, &mut |first, a, b| {
             judged.clear();
-            for j in 0..n {
-                let bits = |i: usize| {
-                    let s = self.iter.strides[i].last().copied().unwrap_or(0);
-                    super::element::bits_of(&buf[i][(j * s) as usize * es..][..es])
-                };
-                judged.push(allowed(self.op, self.dtype, bits(0), bits(1)));
+            for (x, y) in a.chunks_exact(es).zip(b.chunks_exact(es)) {
+                let bits = super::element::bits_of;
+                judged.push(allowed(self.op, self.dtype, bits(x), bits(y)));
             }
-            visit(at, &judged)?;
-            at += n;
-        }
-        Ok(())
+            visit(first, &judged)
+        })
     }
 
     /// How many elements of `range` may depend on the device or release, by cause.

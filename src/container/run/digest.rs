@@ -34,13 +34,20 @@ pub(super) struct Row<'a> {
     pub(super) shape: &'a [u64],
     /// Its inputs' shapes, where two containers' members of different shapes were broadcast.
     pub(super) shapes: Option<[&'a [u64]; 2]>,
+    /// Two containers' members of one shape: whether A's is B's, bit for bit (the comparison
+    /// core's verdict).
+    pub(super) identical: Option<bool>,
     pub(super) summary: &'a Summary,
 }
 
 impl Row<'_> {
-    /// Whether the pair differs: its inputs' shapes, or its result holds anything but zeros.
+    /// Whether the pair differs: A's member is not B's bit for bit, or (a `.npy` against a
+    /// container) its result holds anything but zeros; and always when the shapes differ.
     fn differs(&self) -> bool {
-        self.shapes.is_some() || differs(self.summary)
+        match self.identical {
+            Some(identical) => !identical,
+            None => self.shapes.is_some() || differs(self.summary),
+        }
     }
 }
 
@@ -167,8 +174,9 @@ pub(super) fn ranks(op: Op, summaries: &[(&str, Option<&Summary>)]) -> Vec<Optio
 pub(super) fn print(cfg: &Config, rows: &[Row], reshaped: &[Reshaped], totals: &[(&str, &Summary)]) {
     let differing = rows.iter().filter(|r| r.differs()).count();
     let broadcast = rows.iter().filter(|r| r.shapes.is_some()).count();
+    let same = if rows.iter().all(|r| r.identical.is_some()) { "bit-identical" } else { "identical (all-zero result)" };
     let mut head = format!(
-        "tensorop: {} compared: {differing} differ, {} identical (all-zero result)",
+        "tensorop: {} compared: {differing} differ, {} {same}",
         counted(rows.len() as u64, "member pair"),
         rows.len() - differing
     );
@@ -299,7 +307,7 @@ mod tests {
     #[test]
     fn a_members_line_counts_the_infinities_its_extremes_leave_out() {
         let s = summary_f32(&[0.5, f32::NEG_INFINITY, 0.0]);
-        let row = Row { name: "w", dtype: "float32", shape: &[3], shapes: None, summary: &s };
+        let row = Row { name: "w", dtype: "float32", shape: &[3], shapes: None, identical: None, summary: &s };
         assert_eq!(line(&row), "w: float32 [3]: 2 of 3 elements non-zero (0 NaN), min 0, max 0.5, mean 0.25, 1 -inf");
         assert_eq!(key(Op::Sub, &s), Key::Float(f64::INFINITY));
     }

@@ -29,6 +29,7 @@ pub(super) fn print_summary(cfg: &Config, members: &[MemberRun], reshaped: &[Res
                 dtype: m.dtype.map_or("-", |d| d.name()),
                 shape: m.validation.out_shape.as_deref().unwrap_or(&[]),
                 shapes: m.shapes_differ().then(|| [m.inputs[0].shape.as_slice(), m.inputs[1].shape.as_slice()]),
+                identical: m.verdict.as_ref().map(|t| t.identical()),
                 summary: m.summary.as_ref()?,
             })
         })
@@ -119,11 +120,7 @@ pub(super) fn report(
         shape_changed: pairing.reshaped.len(),
         minimum_feature_level: minimum,
         elements: members.iter().map(|m| m.elements).sum(),
-        differing: (cfg.summarise && computed).then(|| {
-            let computed_differ =
-                members.iter().filter(|m| m.summary.as_ref().is_some_and(|s| differs(s) || m.shapes_differ())).count();
-            computed_differ + pairing.reshaped.len()
-        }),
+        differing: (cfg.summarise && computed).then(|| differing(&members) + pairing.reshaped.len()),
         stats: merged.all,
         stats_by_kind: match (merged.float, merged.int) {
             (Some(float), Some(int)) => Some(StatsByKind { float, int }),
@@ -171,6 +168,16 @@ pub(super) fn report(
     }
 }
 
+/// The computed member pairs that differ: two containers' members not bit-identical (or of
+/// different shapes), a `.npy` against a member whose result is not all zeros.
+fn differing(members: &[MemberRun]) -> usize {
+    let pair_differs = |m: &MemberRun| match &m.verdict {
+        Some(t) => !t.identical(),
+        None => m.summary.as_ref().is_some_and(|s| differs(s) || m.shapes_differ()),
+    };
+    members.iter().filter(|m| m.summary.is_some() && pair_differs(m)).count()
+}
+
 /// A member pair's entry in the report.
 pub(super) fn entry(cfg: &Config, m: MemberRun, stats: Option<Summary>, rank: Option<usize>) -> MemberEntry {
     let valid = m.validation.valid();
@@ -183,6 +190,7 @@ pub(super) fn entry(cfg: &Config, m: MemberRun, stats: Option<Summary>, rank: Op
     MemberEntry {
         status: if valid { RunStatus::Ok } else { RunStatus::Invalid },
         shapes_differ: m.shapes_differ(),
+        identical: m.verdict.as_ref().map(|t| t.identical()),
         inputs: m.inputs,
         support_row: m.validation.support_row.map(|r| r.to_string()),
         minimum_feature_level: m.validation.minimum_level.map(|l| l.to_string()),
