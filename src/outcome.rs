@@ -38,6 +38,28 @@ impl Outcome {
         }
     }
 
+    /// `--verify`: the outcome of a run that got as far as computing (succeeded, failed, or was
+    /// told its output differs), with `verified` (its verdict, or `empty` where none came back)
+    /// counted against the `elements` it was to compare; a run whose verdict is not identical,
+    /// because it differs or stopped early, does not succeed. Other outcomes are as they were.
+    pub fn with_verdict(
+        self,
+        verified: &mut Option<Verified>,
+        elements: u64,
+        empty: impl FnOnce() -> Verified,
+    ) -> Outcome {
+        if !matches!(self, Outcome::Ok | Outcome::Error(_) | Outcome::Differs(_)) {
+            return self;
+        }
+        let v = verified.take().unwrap_or_else(empty).expecting(elements);
+        let outcome = match self {
+            Outcome::Ok => Outcome::verified(Some(&v)),
+            other => other,
+        };
+        *verified = Some(v);
+        outcome
+    }
+
     /// The process's exit status for this outcome. (An interruption by a signal exits from the
     /// signal handler, with the status its system's tools use: `sys::on_interruption`.)
     pub fn exit_code(&self) -> u8 {

@@ -195,19 +195,12 @@ fn stages(
 /// result; one that stopped early (a closed standard output, an error in a member) says which
 /// members it compared, and succeeds only if the verdict is identical.
 fn settle_verdict(cfg: &Config, members: &[MemberRun], trace: &mut Trace, outcome: Outcome) -> Outcome {
-    let computing = matches!(outcome, Outcome::Ok | Outcome::Error(_) | Outcome::Differs(_));
-    if !cfg.backend.verifies() || cfg.dry_run || !computing || members.is_empty() {
+    if !cfg.backend.verifies() || cfg.dry_run || members.is_empty() {
         return outcome;
     }
     let total = members.iter().fold(0u64, |t, m| t.saturating_add(m.elements));
     let empty = || Verified::empty(crate::dtype::DType::U8, &[], 0, cfg.sem.float16);
-    let v = trace.merging.verified.take().unwrap_or_else(empty).expecting(total);
-    let outcome = match outcome {
-        Outcome::Ok => Outcome::verified(Some(&v)),
-        other => other,
-    };
-    trace.merging.verified = Some(v);
-    outcome
+    outcome.with_verdict(&mut trace.merging.verified, total, empty)
 }
 
 /// Refuses, before any work (`--dry-run` included), a pair whose result cannot be written: one

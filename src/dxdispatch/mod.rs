@@ -149,14 +149,15 @@ fn run_model(
     };
     let result = runner.run();
     done.written = std::mem::take(&mut runner.written);
+    done.verified = runner.verified.take();
+    let outcome = Outcome::of(result.map(|()| Outcome::Ok));
+    if !cfg.backend.verifies() {
+        return Ok(outcome);
+    }
     // The verdict covers every dispatch the model runs: one that failed, or never ran, leaves
     // it incomplete.
-    if cfg.backend.verifies() {
-        let empty = || Verified::empty(DType::U8, &[], 0, cfg.float16);
-        done.verified = Some(runner.verified.take().unwrap_or_else(empty).expecting(dispatched_elements(&model)));
-    }
-    result?;
-    Ok(Outcome::verified(done.verified.as_ref()))
+    let empty = || Verified::empty(DType::U8, &[], 0, cfg.float16);
+    Ok(outcome.with_verdict(&mut done.verified, dispatched_elements(&model), empty))
 }
 
 /// The output elements of every dispatch the model runs, counted once per dispatch command.

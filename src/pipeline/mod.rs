@@ -95,24 +95,10 @@ pub fn run(cfg: &Config) -> Outcome {
 /// succeeds only if it is identical.
 fn settle_verdict(cfg: &Config, trace: &mut Trace, outcome: Outcome) -> Outcome {
     let Some(plan) = trace.plan.as_ref().filter(|_| cfg.backend.verifies() && !cfg.dry_run) else { return outcome };
-    if !matches!(outcome, Outcome::Ok | Outcome::Error(_) | Outcome::Differs(_)) {
-        return outcome;
-    }
     let range = cfg.part.map_or(0..plan.elements, |p| p.range(plan.elements));
-    let v = trace.verified.take().unwrap_or_else(|| {
-        crate::backend::directml::verify::Verified::empty(
-            plan.dtype,
-            &plan.out_shape,
-            range.end - range.start,
-            cfg.sem.float16,
-        )
-    });
-    let outcome = match outcome {
-        Outcome::Ok => Outcome::verified(Some(&v)),
-        other => other,
-    };
-    trace.verified = Some(v);
-    outcome
+    let elements = range.end - range.start;
+    let empty = || crate::backend::directml::verify::Verified::empty(plan.dtype, &plan.out_shape, 0, cfg.sem.float16);
+    outcome.with_verdict(&mut trace.verified, elements, empty)
 }
 
 /// A `.npy` pair's result is one `.npy` file: an output named as a container (`.safetensors`,

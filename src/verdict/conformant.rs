@@ -171,7 +171,7 @@ impl Walk<'_> {
                 want.extend_from_slice(&a.nearest.to_le_bytes()[..es]);
                 d.count(a.causes);
             }
-            tally.add_judged(first, &g, &want, &|i, x| judged[i].admits(dtype, super::element::bits_of(x)));
+            tally.add_judged(first, &g, &want, &|i, x, _| judged[i].admits(dtype, super::element::bits_of(x)));
             Ok(())
         })?;
         Ok(d)

@@ -87,6 +87,9 @@ struct Largest {
     exact: Diff,
 }
 
+/// Whether the `i`th differing pair `(x, y)` of a chunk is within what is allowed.
+pub type Accept<'f> = dyn Fn(usize, &[u8], &[u8]) -> bool + 'f;
+
 /// A comparison of two results of one dtype, element by element, as chunks arrive.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tally {
@@ -112,7 +115,7 @@ pub struct Tally {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_outside: Option<Difference>,
     #[serde(skip)]
-    dtype: Option<DType>,
+    dtype: DType,
     #[serde(skip)]
     shape: Vec<u64>,
     #[serde(skip)]
@@ -121,12 +124,6 @@ pub struct Tally {
     scope: Scope,
     #[serde(skip)]
     largest: Option<Largest>,
-}
-
-impl Default for Tally {
-    fn default() -> Tally {
-        Tally::new(DType::U8, &[0], Tolerance::default())
-    }
 }
 
 impl Tally {
@@ -145,7 +142,7 @@ impl Tally {
             max_ulps_at: None,
             first_differences: Vec::new(),
             first_outside: None,
-            dtype: Some(dtype),
+            dtype,
             shape: shape.to_vec(),
             tolerance,
             scope: Scope::Whole,
@@ -166,27 +163,20 @@ impl Tally {
     /// pairs are compared: where one side is shorter (a reference that stopped early), the
     /// elements past it stay uncompared, and the tally is not complete.
     pub fn add(&mut self, first: u64, a: &[u8], b: &[u8]) {
-        let Some(dtype) = self.dtype else { return };
-        let es = dtype.size();
-        for (i, (x, y)) in a.chunks_exact(es).zip(b.chunks_exact(es)).enumerate() {
-            self.compared += 1;
-            if x != y {
-                let within = self.tolerance.allows(dtype, x, y);
-                self.record(dtype, first + i as u64, x, y, within);
-            }
-        }
+        let (dtype, tolerance) = (self.dtype, self.tolerance);
+        self.add_judged(first, a, b, &|_, x, y| tolerance.allows(dtype, x, y));
     }
 
-    /// As [`add`](Self::add), but a differing element is outside when `accept(i, x)` says no
-    /// for the `i`th element `x` of `a` (the allowed results of `compare --conformant`) instead
-    /// of by the tolerances.
-    pub fn add_judged(&mut self, first: u64, a: &[u8], b: &[u8], accept: &dyn Fn(usize, &[u8]) -> bool) {
-        let Some(dtype) = self.dtype else { return };
+    /// As [`add`](Self::add), but a differing pair is outside when `accept(i, x, y)` says no
+    /// for the `i`th pair (the allowed results of `compare --conformant`) instead of by the
+    /// tolerances.
+    pub fn add_judged(&mut self, first: u64, a: &[u8], b: &[u8], accept: &Accept<'_>) {
+        let dtype = self.dtype;
         let es = dtype.size();
         for (i, (x, y)) in a.chunks_exact(es).zip(b.chunks_exact(es)).enumerate() {
             self.compared += 1;
             if x != y {
-                self.record(dtype, first + i as u64, x, y, accept(i, x));
+                self.record(dtype, first + i as u64, x, y, accept(i, x, y));
             }
         }
     }

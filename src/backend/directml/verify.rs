@@ -125,12 +125,17 @@ impl Verified {
         Verified::empty(job.dtype, job.shape, job.range.end - job.range.start, job.sem.float16)
     }
 
-    /// The derived keys, from the tally (and, for a committing part, every part's verdict).
-    fn settled(mut self) -> Verified {
+    /// Sets the derived keys from the tally (and, for a committing part, every part's verdict).
+    fn settle(&mut self) {
         self.identical = self.tally.identical() && self.parts.as_ref().is_none_or(PartsVerified::all_identical);
         self.complete = self.tally.complete() && self.parts.as_ref().is_none_or(PartsVerified::all_verified);
         self.first_difference = self.tally.first().cloned();
         self.nan_differing = self.tally.nan_mismatches;
+    }
+
+    /// [`settle`](Self::settle), by value.
+    fn settled(mut self) -> Verified {
+        self.settle();
         self
     }
 
@@ -160,7 +165,7 @@ impl Verified {
                 matching(job.dtype, got, want)
             };
         }
-        *self = std::mem::replace(self, Verified::empty(DType::U8, &[], 0, Float16Rule::Nearest)).settled();
+        self.settle();
         Ok(())
     }
 
@@ -228,7 +233,7 @@ impl Verified {
             self.float16_rule = None;
             self.float16_rules.clear();
         }
-        *self = std::mem::replace(self, Verified::empty(DType::U8, &[], 0, Float16Rule::Nearest)).settled();
+        self.settle();
     }
 
     /// Counts the whole run's output, `elements` in all, as what must be compared: a run that
@@ -248,18 +253,7 @@ impl Verified {
 
 /// The CPU backend's result for output elements `range` of `job` in `sem`, in `out`.
 fn reference(job: &Job, sem: Semantics, range: std::ops::Range<u64>, out: &mut Vec<u8>) -> Result<()> {
-    let sub = Job {
-        sem,
-        dtype: job.dtype,
-        shape: job.shape,
-        iter: job.iter.clone(),
-        range,
-        inputs: job.inputs,
-        feeds: job.feeds,
-        threads: job.threads,
-        summarise: false,
-        positional: None,
-    };
+    let sub = Job { range, summarise: false, positional: None, ..job.with_sem(sem) };
     out.clear();
     cpu::run(&sub, &mut |e| match e {
         Emit::Bytes(b) => {
