@@ -1,7 +1,7 @@
-"""Dask benchmark: tensorop-dask (python/tensorop/dask_driver.py) over shard pairs on a local Dask
-cluster of 1 and 2 worker processes, against one process running tensorop over the same shards
-one after the other, and against one large .npy pair holding the same bytes (the ceiling), in
-interleaved rounds.
+"""Dask benchmark: tensorop-dask (python/tensorop_cli/dask_driver.py) over shard pairs on a local
+Dask cluster of 1 and 2 worker processes, against one process running tensorop over the same
+shards one after the other, and against one large .npy pair holding the same bytes (the
+ceiling), in interleaved rounds.
 
 usage: python3 benches/cluster.py [TENSOROP] [--shards 64] [--shard-mib 48] [--large-mib 1536]
                                [--rounds 7] [--dir DIR] [--keep] [--json OUT.json] [--txt OUT.txt]
@@ -45,11 +45,11 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# tensorop's package from python/ (or the installed one, when this tree's is not built).
+# tensorop's package, tensorop_cli, from python/ (or the installed wheel tensorop-cli's).
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 import numpy as np  # noqa: E402
-from tensorop import dask_driver  # noqa: E402
+from tensorop_cli import dask_driver  # noqa: E402
 
 
 def make_inputs(root, shards, shard_mib, large_mib):

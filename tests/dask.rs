@@ -1,4 +1,4 @@
-//! The Dask driver, `tensorop-dask` (`python/tensorop/dask_driver.py`, `docs/dask.md`): runs its
+//! The Dask driver, `tensorop-dask` (`python/tensorop_cli/dask_driver.py`, `docs/dask.md`): runs its
 //! end-to-end tests, `python3 -m pytest -q python/tests`, against this build's binary
 //! (`TENSOROP_BIN`) with the package from the source tree (`PYTHONPATH=python`). They start a
 //! local Dask cluster of four worker processes, run 64 shard pairs and one pair split in 8

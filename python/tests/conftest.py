@@ -1,7 +1,8 @@
 """Lets `python3 -m pytest -q python/tests` run from a source tree as it is: when the package
-`tensorop` is not installed, it is taken from python/ (for the worker processes and the
-commands the tests start too, through PYTHONPATH), and when no tensorop binary is found
-(TENSOROP_BIN, the installed wheel's, PATH), cargo's target/release/tensorop is used."""
+`tensorop_cli` (of the wheel tensorop-cli) is not installed, it is taken from python/ (for the
+worker processes and the commands the tests start too, through PYTHONPATH), and when no tensorop
+binary is found (TENSOROP_BIN, the installed wheel's, PATH), cargo's target/release/tensorop is
+used."""
 
 import os
 import sys
@@ -9,15 +10,15 @@ import sys
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 try:
-    import tensorop
+    import tensorop_cli
 except ImportError:
     sys.path.insert(0, PYTHON_DIR)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (PYTHON_DIR, os.environ.get("PYTHONPATH")) if p)
-    import tensorop
+    import tensorop_cli
 
 try:
-    tensorop.binary()
+    tensorop_cli.binary()
 except FileNotFoundError:
     built = os.path.join(os.path.dirname(PYTHON_DIR), "target", "release",
                          "tensorop.exe" if os.name == "nt" else "tensorop")
@@ -37,6 +38,7 @@ def require_numpy_and_dask():
     except ImportError as e:  # pragma: no cover (depends on the machine)
         if os.environ.get("TENSOROP_REQUIRE_DASK") == "1":
             raise ImportError(f"{e}; TENSOROP_REQUIRE_DASK=1 forbids skipping") from e
-        pytest.skip(f"needs numpy and dask[distributed] ({e}); pip install 'tensorop[dask]' numpy; "
+        pytest.skip(f"needs numpy and dask[distributed] ({e}); "
+                    "pip install 'dask[distributed]' numpy; "
                     "set TENSOROP_REQUIRE_DASK=1 to make this a failure", allow_module_level=True)
     return numpy

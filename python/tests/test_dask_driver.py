@@ -1,4 +1,4 @@
-"""End-to-end tests of tensorop-dask (python/tensorop/dask_driver.py) on a real Dask cluster of
+"""End-to-end tests of tensorop-dask (python/tensorop_cli/dask_driver.py) on a real Dask cluster of
 worker processes running the real tensorop binary.
 
     python3 -m pytest -q python/tests      # after cargo build --release
@@ -28,15 +28,15 @@ from conftest import require_numpy_and_dask  # noqa: E402
 np = require_numpy_and_dask()
 from distributed import Client, LocalCluster  # noqa: E402
 
-import tensorop
-from tensorop import dask_driver
+import tensorop_cli
+from tensorop_cli import dask_driver
 
 SLOW = 0.3  # seconds the slow wrapper sleeps before it becomes tensorop
 
 
 def _bin():
     try:
-        return tensorop.binary()
+        return tensorop_cli.binary()
     except FileNotFoundError as e:
         pytest.fail(f"{e} (these tests run the real binary)")
 
@@ -178,14 +178,14 @@ def _check_job(report, shards, references, outdir):
 
 def test_package_and_binary():
     """The package under test and its binary (TENSOROP_EXPECT_INSTALLED=1: the installed wheel's)."""
-    print(f"tensorop package {tensorop.__version__} from {tensorop.__file__}; binary {BIN}")
+    print(f"tensorop package {tensorop_cli.__version__} from {tensorop_cli.__file__}; binary {BIN}")
     proc = _run_bin("--version")
     assert proc.stdout.startswith("tensorop ")
     if os.environ.get("TENSOROP_EXPECT_INSTALLED") == "1":
-        assert os.path.realpath(tensorop.__file__).startswith(os.path.realpath(sys.prefix))
+        assert os.path.realpath(tensorop_cli.__file__).startswith(os.path.realpath(sys.prefix))
         assert os.path.realpath(BIN).startswith(os.path.realpath(sys.prefix)), BIN
         assert "TENSOROP_BIN" not in os.environ
-        assert tensorop.__version__ == proc.stdout.split()[1]
+        assert tensorop_cli.__version__ == proc.stdout.split()[1]
 
 
 def test_shards_and_a_split_pair(client, shards, references, tmp_path):
@@ -343,7 +343,7 @@ def test_failed_unit_names_it_and_is_not_retried(client, tmp_path):
             np.save(tmp_path / side / f"p{i}.npy", np.arange(n, dtype=np.float32))
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "tensorop.dask_driver", "sqdiff", str(tmp_path / "a"),
+        [sys.executable, "-m", "tensorop_cli.dask_driver", "sqdiff", str(tmp_path / "a"),
          str(tmp_path / "b"), "-o", str(out), "--scheduler", client.scheduler.address,
          "--tensorop", BIN, "--retries", "3"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
@@ -470,7 +470,7 @@ def test_sharded_checkpoints(client, tmp_path):
                            ["layers.1.weight"]], 1e-3)
     out2 = tmp_path / "out2"
     proc = subprocess.run(
-        [sys.executable, "-m", "tensorop.dask_driver", "sqdiff", str(tmp_path / "a"), str(bad),
+        [sys.executable, "-m", "tensorop_cli.dask_driver", "sqdiff", str(tmp_path / "a"), str(bad),
          "-o", str(out2), "--scheduler", client.scheduler.address, "--tensorop", BIN],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 5, proc.stderr

@@ -11,8 +11,8 @@ from conftest import require_numpy_and_dask  # noqa: E402
 
 np = require_numpy_and_dask()
 
-import tensorop
-from tensorop import dask_driver
+import tensorop_cli
+from tensorop_cli import dask_driver
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_failed_units_are_one_line_each_without_dask_noise(inputs, capfd):
     np.save("a/y.npy", np.arange(6, dtype=np.float32))
     np.save("b/y.npy", np.arange(5, dtype=np.float32))
     code = dask_driver.main(["sub", "a", "b", "-o", "out", "--retries", "2", "--workers", "1",
-                             "--tensorop", tensorop.binary(), "-q"])
+                             "--tensorop", tensorop_cli.binary(), "-q"])
     err = capfd.readouterr().err
     assert code == 1, err
     lines = err.splitlines()
@@ -64,7 +64,7 @@ def test_one_failed_unit_is_counted_in_the_singular(inputs, capfd):
     with open("b/x.npy", "r+b") as f:
         f.truncate(100)
     code = dask_driver.main(["sub", "a", "b", "-o", "out", "--retries", "0", "--workers", "1",
-                             "--tensorop", tensorop.binary()])
+                             "--tensorop", tensorop_cli.binary()])
     err = capfd.readouterr().err
     assert code == 1, err
     assert "tensorop-dask: 1 unit, 1 task\n" in err, err

@@ -18,8 +18,8 @@ from conftest import require_numpy_and_dask  # noqa: E402
 
 np = require_numpy_and_dask()
 
-import tensorop
-from tensorop import dask_driver
+import tensorop_cli
+from tensorop_cli import dask_driver
 
 
 def _tree(root):
@@ -226,7 +226,7 @@ def test_a_split_pair_through_two_views_of_one_directory(tmp_path):
     _fuse_or_skip()
     from distributed import Client, LocalCluster
 
-    exe = tensorop.binary()
+    exe = tensorop_cli.binary()
     rng = np.random.default_rng(7)
     a, b = tmp_path / "a.npy", tmp_path / "b.npy"
     np.save(a, rng.standard_normal((64, 1001)).astype(np.float32))

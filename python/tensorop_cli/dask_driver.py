@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from tensorop import __version__, binary
+from tensorop_cli import __version__, binary
 
 __all__ = ["run", "plan", "execute", "run_task", "PlanError", "TensoropError", "main"]
 
@@ -769,7 +769,8 @@ def main(argv=None):
     try:
         import distributed
     except ImportError:
-        print("tensorop-dask: error: needs Dask: pip install 'tensorop[dask]'", file=sys.stderr)
+        print("tensorop-dask: error: needs Dask: pip install 'dask[distributed]'",
+              file=sys.stderr)
         return 1
 
     def stop(err):
