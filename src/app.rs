@@ -87,7 +87,7 @@ fn read_only(command: Command) -> ExitCode {
             Ok(code) => ExitCode::from(code),
             Err(e) => finish(Err(e)),
         },
-        Command::MergeStats(args) => finish(crate::report::merge::merge_stats(&args, out)),
+        Command::MergeStats(args) => finish(crate::report::merge::merge_stats(&args.reports, args.by_dtype, out)),
         Command::Sub(_) | Command::Sqdiff(_) | Command::Run(_) => ExitCode::from(2),
     }
 }

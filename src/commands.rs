@@ -205,7 +205,7 @@ fn info_text(found: &Found, out: &mut dyn Write) -> Result<()> {
             )?;
         }
         Found::Container(c) => {
-            let members = crate::report::summary::counted(c.members.len() as u64, "member");
+            let members = crate::text::counted(c.members.len() as u64, "member");
             writeln!(out, "{}: {}, {members}, {} bytes", c.path, c.format, c.file_bytes)?;
             for m in &c.members {
                 let version = m.npy_version.as_ref().map(|v| format!(", .npy {v}")).unwrap_or_default();

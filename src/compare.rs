@@ -16,7 +16,7 @@ use crate::dtype::DType;
 use crate::npy::fortran;
 use crate::npy::header::FileDType;
 use crate::npy::input::{InputTensor, Source};
-use crate::report::summary::{counted, float_text};
+use crate::text::{counted, float_text};
 use crate::verdict::element::Tolerance;
 use crate::verdict::Tally;
 use anyhow::{bail, Context, Result};

@@ -25,7 +25,8 @@ pub fn generate(kind: Generate, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// One page for the whole tool: the top-level synopsis and options, then a section per command
-/// (its description, synopsis and options), then the exit status.
+/// (its description, synopsis and options), then examples, the environment and the exit status
+/// (the last two from the lists in [`crate::environment`] and [`crate::outcome`]).
 fn man_page(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
     cmd.build();
     let mut page = Vec::new();
@@ -48,7 +49,9 @@ fn man_page(mut cmd: clap::Command, out: &mut dyn Write) -> io::Result<()> {
             String::from_utf8_lossy(&section).replace(".SH DESCRIPTION\n", "").replace(".SH OPTIONS", ".SS OPTIONS");
         page.extend_from_slice(section.as_bytes());
     }
-    page.extend_from_slice(EXIT_STATUS.as_bytes());
+    page.extend_from_slice(EXAMPLES.as_bytes());
+    page.extend_from_slice(crate::environment::roff().as_bytes());
+    page.extend_from_slice(crate::outcome::exit_statuses_roff().as_bytes());
     top.render_version_section(&mut page)?;
     out.write_all(&page)?;
     out.flush()
@@ -98,31 +101,26 @@ fn roff(text: &str) -> String {
     text.replace('\\', "\\e").replace('-', "\\-")
 }
 
-const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+/// The man page's EXAMPLES: the README's main job and one command of each kind.
+const EXAMPLES: &str = r#".SH EXAMPLES
 .TP
-\fB0\fR
-success (for \fB\-\-dry\-run\fR: every check passed)
+\fBtensorop sqdiff testdata/a.npy testdata/b.npy \-o out.npy \-\-report report.json\fR
+The squared difference of two arrays, checked against the newest DirectML feature level, with a JSON report.
 .TP
-\fB1\fR
-runtime error: unreadable or malformed input, I/O failure, backend failure
+\fBtensorop sub a.npy b.npy \-o diff.npy \-f 3_1 \-\-stats\fR
+The difference at feature level 3_1, with exact statistics of the result on standard error.
 .TP
-\fB2\fR
-usage error: a bad flag or value
+\fBtensorop sqdiff old.safetensors new.safetensors \-o /dev/null \-\-stats\fR
+Which members of two checkpoints differ, and how much.
 .TP
-\fB3\fR
-validation failure: a check of the chosen feature level failed; nothing was computed
+\fBtensorop compare out.npy expected.npy \-\-ulps 1\fR
+Whether two results are bit\-identical, or within one unit in the last place.
 .TP
-\fB4\fR
-\fBcompare\fR: the files differ (beyond the tolerance given)
+\fBtensorop sub a.npy b.npy \-\-dry\-run \-\-json\fR
+Only the checks and the DirectML descriptors, as JSON on standard output.
 .TP
-\fB5\fR
-containers: members that only one input holds, without \fB\-\-skip\-unpaired\fR; nothing was computed
-.TP
-\fB128+N\fR
-ended by signal N: 130 (SIGINT, Ctrl\-C), 143 (SIGTERM), 129 (SIGHUP); temporary files removed, targets as they were
-.TP
-\fB0xC000013A\fR
-on Windows, ended by Ctrl\-C, Ctrl\-Break or the console\(aqs closing; temporary files removed, targets as they were
+\fBtensorop \-\-generate complete\-bash > /etc/bash_completion.d/tensorop\fR
+Shell completion for bash.
 "#;
 
 #[cfg(test)]
@@ -154,8 +152,11 @@ mod tests {
         {
             assert!(text.contains(&format!(".SH \"{sec}\"")), "missing section {sec}");
         }
-        for code in ["0", "1", "2", "3", "4", "5", "128+N"] {
+        for code in ["0", "1", "2", "3", "4", "5", "128 + N"] {
             assert!(text.contains(&format!(".TP\n\\fB{code}\\fR\n")), "EXIT STATUS lacks {code}");
+        }
+        for sec in [".SH EXAMPLES", ".SH ENVIRONMENT", "\\fBTENSOROP_DIRECTML_DLL\\fR"] {
+            assert!(text.contains(sec), "the man page lacks {sec}");
         }
         // Options with their values' names, operands as they repeat.
         assert!(text.contains("[\\fB\\-\\-generate\\fR \\fIKIND\\fR]"), "no value name for --generate");

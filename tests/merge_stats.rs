@@ -105,8 +105,12 @@ fn container_reports_merge_member_by_member_and_by_dtype() {
     let null = if cfg!(windows) { "NUL" } else { "/dev/null" };
     dir.run(&["sqdiff", "a.safetensors", "b.safetensors", "-o", null, "--stats", "--report", "c.json", "-q"]).ok();
     dir.run(&["sqdiff", "x.npy", "y.npy", "-o", "o.npy", "--stats", "--report", "f32.json", "-q"]).ok();
-    // float16 and float32 members: one dtype at a time, or refused.
-    dir.run(&["merge-stats", "c.json"]).expect_code(1).stderr_mentions("--by-dtype").stderr_mentions("float16");
+    // float16 and float32 members merge by kind, as the run's own totals did.
+    let c = dir.report("c.json");
+    let kinds = merge(&dir, &["c.json"]);
+    assert_eq!(kinds["stats"], c["totals"]["stats"], "merge-stats reproduces the container run's totals");
+    assert_eq!(kinds["dtypes"], serde_json::json!(["float16", "float32"]));
+    assert!(kinds.get("dtype").is_none(), "two dtypes have no one dtype: {kinds}");
     let by = merge(&dir, &["--by-dtype", "c.json"]);
     assert_eq!(by["by_dtype"]["float32"], dir.report("f32.json")["stats"], "the float32 members merged");
     assert_eq!(by["by_dtype"]["float16"], dir.report("c.json")["members"][2]["stats"]);
@@ -138,7 +142,11 @@ fn what_cannot_be_merged_is_refused_by_name() {
         assert_eq!(out.stdout_str(), "", "nothing printed on a refusal");
     };
     refuse(&["sub.json", "sq.json"], &["sq.json is a sqdiff report", "sub.json is a sub report"]);
-    refuse(&["sub.json", "int.json"], &["int32", "float32", "--by-dtype"]);
+    // Floats and integers: one summary of each kind, as a container run's totals.
+    let mixed = merge(&dir, &["sub.json", "int.json"]);
+    assert!(mixed["stats"].is_null(), "{mixed}");
+    assert_eq!(mixed["stats_by_kind"]["float"], dir.report("sub.json")["stats"]);
+    assert_eq!(mixed["stats_by_kind"]["int"], dir.report("int.json")["stats"]);
     refuse(&["sub.json", "nostats.json"], &["nostats.json", "--stats"]);
     refuse(&["dry.json"], &["dry.json", "--dry-run"]);
     refuse(&["invalid.json"], &["invalid.json", "invalid"]);

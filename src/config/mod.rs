@@ -18,6 +18,10 @@ use crate::spec::checks::BroadcastMode;
 use crate::spec::level::LevelChoice;
 use std::io::IsTerminal;
 
+/// The name of the result in a `--dxdispatch DIR` repro (`docs/dxdispatch.md`): the job's output
+/// goes to `DIR/expected.npy`. The export's other names are its own.
+pub const DXDISPATCH_EXPECTED: &str = "expected.npy";
+
 pub mod run;
 
 /// A usage error: exit status 2.
@@ -99,7 +103,7 @@ impl Config {
         }
         let output = match (args.output.as_deref(), &args.dxdispatch) {
             // The result goes into the repro (the export names the file).
-            (_, Some(dir)) => Destination::Path(dir.join(crate::dxdispatch::export::EXPECTED)),
+            (_, Some(dir)) => Destination::Path(dir.join(DXDISPATCH_EXPECTED)),
             (Some(p), None) => Destination::parse(p),
             (None, None) if stdout_is_terminal && !args.dry_run => return Err(no_terminal_output(args.stats)),
             (None, None) => Destination::Stdout,

@@ -36,7 +36,7 @@ pub struct Pairing {
 }
 
 /// A member whose shape differs between two containers.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reshaped {
     pub name: String,
     /// Its shape in A and in B.

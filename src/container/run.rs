@@ -18,12 +18,12 @@ use crate::backend::Engine;
 use crate::config::Config;
 use crate::npy::header::FileDType;
 use crate::outcome::Outcome;
-use crate::output::{Destination, Sink, Staging};
+use crate::output::{Destination, Staged, Staging};
 use crate::report::container::*;
-use crate::report::summary::counted;
 use crate::shape::view_strides;
 use crate::spec::checks::{validate, BroadcastMode, TensorSpec, Validation};
 use crate::summary::Summary;
+use crate::text::counted;
 use anyhow::{anyhow, bail, Context, Result};
 use report::Merging;
 use std::time::{Duration, Instant};
@@ -87,7 +87,7 @@ pub fn run(
     cfg: &Config,
     inputs: [Opened; 2],
     open: Duration,
-    report_to: Option<(&Destination, Sink)>,
+    report_to: Option<(&Destination, Staged)>,
     start: Instant,
 ) -> Outcome {
     let mut trace = Trace { open, ..Trace::default() };
@@ -401,7 +401,7 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], trace: 
     let out_label = cfg.output.label();
     let mut sink = match format {
         Some(_) => {
-            let sink = Sink::open(&cfg.output, cfg.writing).with_context(|| format!("output {out_label}"))?;
+            let sink = Staged::open(&cfg.output, cfg.writing).with_context(|| format!("output {out_label}"))?;
             if let Some(dir) = sink.replace_dir() {
                 // The results, plus each member's .npy header and framing (an upper estimate).
                 let total = members.iter().fold(0u64, |t, m| {
@@ -419,7 +419,7 @@ fn execute(cfg: &Config, inputs: [Opened; 2], members: &mut [MemberRun], trace: 
         }
         None => None,
     };
-    let staging = sink.as_ref().map(Sink::staging);
+    let staging = sink.as_ref().map(Staged::staging);
     let removed = sink.as_ref().map(|s| s.removed_leftovers().to_vec()).unwrap_or_default();
     if let Some(s) = &sink {
         crate::output::note_leftovers(cfg.quiet, &cfg.output, s);

@@ -1,4 +1,4 @@
-//! A container output: the members' results written in order through the output `Sink`, so
+//! A container output: the members' results written in order through the output `Staged`, so
 //! the container reaches its name whole or not at all, as a single result does, and any ordered
 //! target (standard output, a FIFO) can take it. `.safetensors`: the header (every member's
 //! dtype, shape and byte range, known before anything runs), then each member's elements.
@@ -9,7 +9,7 @@ use super::npz;
 use super::safetensors;
 use crate::dtype::DType;
 use crate::output::from_io;
-use crate::output::{BrokenPipe, Sink};
+use crate::output::{BrokenPipe, Staged};
 use anyhow::{bail, Context, Result};
 use std::io::{self, Write};
 
@@ -58,7 +58,7 @@ impl<'a> ContainerWriter<'a> {
     pub fn begin(
         format: OutFormat,
         members: &[OutMember],
-        sink: &'a mut Sink,
+        sink: &'a mut Staged,
         label: String,
     ) -> Result<ContainerWriter<'a>> {
         let mut w = SinkWriter { sink, written: 0 };
@@ -132,7 +132,7 @@ fn npy_has(dtype: DType) -> bool {
 /// The sink as an [`io::Write`], for the zip writer; a closed standard output stays a
 /// [`BrokenPipe`] through the `io::Error`.
 struct SinkWriter<'a> {
-    sink: &'a mut Sink,
+    sink: &'a mut Staged,
     written: u64,
 }
 

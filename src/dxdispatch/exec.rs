@@ -16,7 +16,7 @@ use crate::npy::header::encode_header;
 use crate::npy::input::InputTensor;
 use crate::op::{Float16Rule, Semantics};
 use crate::output::result::ResultSink;
-use crate::output::{BrokenPipe, Destination, Sink, Writing};
+use crate::output::{BrokenPipe, Destination, Staged, Writing};
 use crate::plan::Plan;
 use crate::shape::{view_strides, Iteration};
 use crate::spec::dml::dml_name;
@@ -253,7 +253,7 @@ fn write_file(r: &Resource, buf: &Buffer, target: &Path, dimensions: Option<&[u3
     if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create the directory {}", parent.display()))?;
     }
-    let mut sink = Sink::open(&Destination::Path(target.to_path_buf()), writing)?;
+    let mut sink = Staged::open(&Destination::Path(target.to_path_buf()), writing)?;
     if let Some(h) = header {
         sink.write(&h)?;
     }

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 /// The repro's file names. The output DxDispatch writes cannot overwrite an input.
 pub const MODEL: &str = "model.json";
 pub const INPUTS: [&str; 2] = ["a.npy", "b.npy"];
-pub const EXPECTED: &str = "expected.npy";
+pub use crate::config::DXDISPATCH_EXPECTED as EXPECTED;
 pub const DML_OUTPUT: &str = "output.npy";
 pub const README: &str = "README.txt";
 

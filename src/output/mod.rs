@@ -1,5 +1,5 @@
 //! Where results and reports go. A [`Destination`] is what the command line asked for (`-` or a
-//! path); [`Sink::open`] decides once, through [`target::Target::resolve`], what that path names,
+//! path); [`Staged::open`] decides once, through [`target::Target::resolve`], what that path names,
 //! and opens it:
 //!
 //! - a regular file (or none yet), reached through any symbolic links: the result is written
@@ -146,7 +146,7 @@ impl std::error::Error for BrokenPipe {}
 
 /// Says on standard error (unless `quiet`) which temporary files of interrupted runs opening
 /// `sink` removed.
-pub fn note_leftovers(quiet: bool, dest: &Destination, sink: &Sink) {
+pub fn note_leftovers(quiet: bool, dest: &Destination, sink: &Staged) {
     if !quiet {
         for name in sink.removed_leftovers() {
             eprintln!("tensorop: removed {name}, left beside {} by an interrupted run", dest.label());
@@ -161,7 +161,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         || e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
-/// An I/O error of a writer over a [`Sink`] as the pipeline expects it: a closed standard output is a
+/// An I/O error of a writer over a [`Staged`] as the pipeline expects it: a closed standard output is a
 /// [`BrokenPipe`].
 pub fn from_io(e: io::Error) -> anyhow::Error {
     if e.get_ref().is_some_and(|inner| inner.is::<BrokenPipe>()) {
@@ -204,7 +204,7 @@ pub const NAMED_TEMPFILES_ENV: &str = "TENSOROP_NAMED_TEMPFILES";
 /// How outputs are written: the same for the result and the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Writing {
-    /// `--fsync`: flush to storage before [`Sink::commit`] returns.
+    /// `--fsync`: flush to storage before [`Staged::commit`] returns.
     pub durable: bool,
     /// Use unnamed files where the filesystem has them (not with [`NAMED_TEMPFILES_ENV`]` = 1`).
     pub unnamed: bool,
@@ -217,9 +217,9 @@ impl Default for Writing {
 }
 
 /// An open destination for bytes.
-pub struct Sink {
+pub struct Staged {
     handle: Handle,
-    /// `--fsync`: flush to storage before [`Sink::commit`] returns.
+    /// `--fsync`: flush to storage before [`Staged::commit`] returns.
     durable: bool,
     /// Temporary files of interrupted runs to the same target, removed when this one opened.
     removed: Vec<String>,
@@ -228,9 +228,9 @@ pub struct Sink {
 /// What a sink writes into, by the kind of target it opened.
 enum Handle {
     /// An unnamed file in `target`'s directory, linked and renamed over `target` by
-    /// [`Sink::commit`].
+    /// [`Staged::commit`].
     Unnamed { file: File, target: PathBuf, existed: bool },
-    /// A temporary file, renamed over `target` by [`Sink::commit`].
+    /// A temporary file, renamed over `target` by [`Staged::commit`].
     Named { tmp: tempfile::NamedTempFile, target: PathBuf, _pending: Pending },
     /// Written in order. `stdout`: this is descriptor 1, whose closing by its reader ends the
     /// run quietly.
@@ -240,10 +240,10 @@ enum Handle {
     Part { file: File, cursor: u64 },
 }
 
-impl Sink {
+impl Staged {
     /// Decides what `dest` names and opens it (see the module's rules), as `how` says. Errors
     /// name the path.
-    pub fn open(dest: &Destination, how: Writing) -> Result<Sink> {
+    pub fn open(dest: &Destination, how: Writing) -> Result<Staged> {
         let target = match dest {
             Destination::Stdout => Target::Descriptor(1),
             Destination::Path(p) => Target::resolve(p)?,
@@ -272,7 +272,7 @@ impl Sink {
                 Handle::Direct { file, stdout: false }
             }
         };
-        Ok(Sink { handle: out, durable: how.durable, removed })
+        Ok(Staged { handle: out, durable: how.durable, removed })
     }
 
     /// A file in `target`'s directory (same filesystem, so the final rename is atomic), unnamed
@@ -302,8 +302,8 @@ impl Sink {
 
     /// A part's sink (`--part`): writes go into the job's staging `file`, from offset 0 (the
     /// header) and then from wherever [`skip`](Self::skip) moves them.
-    pub fn part(file: File, durable: bool) -> Sink {
-        Sink { handle: Handle::Part { file, cursor: 0 }, durable, removed: Vec::new() }
+    pub fn part(file: File, durable: bool) -> Staged {
+        Staged { handle: Handle::Part { file, cursor: 0 }, durable, removed: Vec::new() }
     }
 
     /// `--part`: moves the next write `n` bytes further on (to the part's first element).
@@ -371,7 +371,7 @@ impl Sink {
 
     /// Moves a finished file into place; with `durable`, its data is on storage before it is
     /// named and its directory after. Returns whether the result was made durable (`--fsync`
-    /// on a target that can be synced). Dropping a `Sink` without committing leaves the target
+    /// on a target that can be synced). Dropping a `Staged` without committing leaves the target
     /// as it was and no file behind; a target written in order keeps what was written (it
     /// cannot be rolled back).
     pub fn commit(self) -> Result<bool> {
@@ -443,8 +443,8 @@ pub(crate) fn parent_dir(path: &Path) -> &Path {
 mod tests {
     use super::*;
 
-    fn open(p: &Path) -> Result<Sink> {
-        Sink::open(&Destination::Path(p.to_path_buf()), Writing::default())
+    fn open(p: &Path) -> Result<Staged> {
+        Staged::open(&Destination::Path(p.to_path_buf()), Writing::default())
     }
 
     #[test]
@@ -476,7 +476,7 @@ mod tests {
             std::fs::write(&target, b"old").unwrap();
             #[cfg(unix)]
             std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
-            let open = || Sink::open(&Destination::Path(target.clone()), how).unwrap();
+            let open = || Staged::open(&Destination::Path(target.clone()), how).unwrap();
 
             let mut s = open();
             s.write(b"new data").unwrap();
@@ -505,7 +505,7 @@ mod tests {
 
             // A new target: the file appears complete under its name, and nothing else does.
             let fresh = dir.path().join("fresh.npy");
-            let mut s = Sink::open(&Destination::Path(fresh.clone()), how).unwrap();
+            let mut s = Staged::open(&Destination::Path(fresh.clone()), how).unwrap();
             s.write(b"fresh").unwrap();
             assert!(!fresh.exists());
             s.commit().unwrap();

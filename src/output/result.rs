@@ -2,7 +2,7 @@
 //! its results into, and the backends' bytes reach through one function,
 //! [`crate::backend::Engine::compute_into`]. The destinations:
 //!
-//! - a file or stream ([`ToOutput`]: a [`Sink`] opened on `-o`, committed by rename);
+//! - a file or stream ([`ToOutput`]: a [`Staged`] opened on `-o`, committed by rename);
 //! - one part of a job ([`ToPart`]: the job's shared data file, at the part's offsets; its
 //!   finish marks the part done and commits the job when it is the last);
 //! - a DxDispatch repro (`dxdispatch::export::Repro`, around a file destination: its finish
@@ -16,7 +16,7 @@
 //! early with success.
 
 use super::parts::Stage;
-use super::{Sink, Staging};
+use super::{Staged, Staging};
 use anyhow::{Context, Result};
 use std::fs::File;
 
@@ -57,13 +57,13 @@ pub trait ResultSink {
 
 /// A file or stream named by `-o` (or standard output).
 pub struct ToOutput {
-    sink: Sink,
+    sink: Staged,
     /// How errors name it: `output c.npy`.
     label: String,
 }
 
 impl ToOutput {
-    pub fn new(sink: Sink, label: String) -> ToOutput {
+    pub fn new(sink: Staged, label: String) -> ToOutput {
         ToOutput { sink, label }
     }
 
@@ -102,7 +102,7 @@ pub struct ToPart {
 impl ToPart {
     /// Writes into `file`, the data file of the joined `stage`.
     pub fn new(stage: Stage, file: File, durable: bool, label: String) -> ToPart {
-        ToPart { out: ToOutput::new(Sink::part(file, durable), label), stage, durable }
+        ToPart { out: ToOutput::new(Staged::part(file, durable), label), stage, durable }
     }
 
     /// The job's digest, as `job.json` and the report hold it.

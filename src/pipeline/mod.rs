@@ -18,7 +18,7 @@ use crate::output::parts::{PartSpec, Stage};
 use crate::output::result::{ResultSink, ToOutput, ToPart};
 use crate::output::space::{check_free_space, Room};
 use crate::output::target::Target;
-use crate::output::{Destination, Sink, Staging};
+use crate::output::{Destination, Staged, Staging};
 use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::report::summary;
@@ -246,7 +246,7 @@ fn open_result(
         Some(r) => Destination::Path(r.expected()),
         None => cfg.output.clone(),
     };
-    let sink = Sink::open(&dest, cfg.writing).with_context(|| label.clone())?;
+    let sink = Staged::open(&dest, cfg.writing).with_context(|| label.clone())?;
     trace.staging = Some(sink.staging());
     trace.leftovers = sink.removed_leftovers().to_vec();
     crate::output::note_leftovers(cfg.quiet, &cfg.output, &sink);

@@ -88,7 +88,7 @@ pub struct Unpaired {
     /// Members of one name whose shapes differ between two containers (not computed: a changed
     /// tensor is a difference, not a broadcast, unless `--broadcast` is given): the name and
     /// both shapes.
-    pub shape_changed: Vec<crate::container::pairs::Reshaped>,
+    pub shape_changed: Vec<ShapeChanged>,
     /// `--skip-unpaired`: they were skipped instead of failing the run.
     pub skipped: bool,
 }
@@ -143,4 +143,11 @@ pub struct ContainerTimings {
     pub validate: f64,
     pub execute: f64,
     pub total: f64,
+}
+/// A member whose shape differs between two containers (`unpaired.shape_changed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShapeChanged {
+    pub name: String,
+    /// Its shape in A and in B.
+    pub shapes: [Vec<u64>; 2],
 }

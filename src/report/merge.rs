@@ -2,9 +2,9 @@
 //! one run over all their elements (`docs/cli.md`, "merge-stats"). Reports of single pairs, of
 //! parts (`--part`) and of container runs (every member) are read; each summary is rebuilt from
 //! its counts, extremes, histogram and `exact_sum`, checked for consistency, and merged
-//! ([`Summary::merge`]).
+//! ([`Summary::merge`]). Without `--by-dtype`, summaries merge by kind, as a container run's
+//! `totals` do: every float dtype into one summary, every integer dtype into another.
 
-use crate::cli::MergeStatsArgs;
 use crate::dtype::DType;
 use crate::report::Tool;
 use crate::summary::{ExactSum, Number, Summary, WideInt};
@@ -27,9 +27,16 @@ struct Merged<'a> {
     op: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     dtype: Option<&'a str>,
-    reports: usize,
+    /// Every dtype merged (without `--by-dtype`), in dtype order.
     #[serde(skip_serializing_if = "Option::is_none")]
-    stats: Option<&'a Summary>,
+    dtypes: Option<Vec<&'a str>>,
+    reports: usize,
+    /// Without `--by-dtype`: the one kind's summary; `null` when floats and integers are mixed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<Option<Summary>>,
+    /// Floats and integers mixed: one summary of each, as a container run's `totals`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats_by_kind: Option<BTreeMap<&'a str, Summary>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     by_dtype: Option<BTreeMap<&'a str, &'a Summary>>,
 }
@@ -55,12 +62,12 @@ type ByDType = BTreeMap<DType, (Summary, String)>;
 type Parts = BTreeMap<String, (u64, BTreeMap<u64, String>)>;
 
 /// `tensorop merge-stats REPORT...`: prints the merged summary as JSON on standard output.
-pub fn merge_stats(args: &MergeStatsArgs, out: &mut dyn Write) -> Result<()> {
-    refuse_repeats(&args.reports)?;
+pub fn merge_stats(reports: &[String], by_dtype: bool, out: &mut dyn Write) -> Result<()> {
+    refuse_repeats(reports)?;
     let mut op: Option<(String, String)> = None;
     let mut merged = ByDType::new();
     let mut parts = Parts::new();
-    for path in &args.reports {
+    for path in reports {
         let label = if path == "-" { "standard input".to_string() } else { path.clone() };
         let report = read_report(path).with_context(|| format!("report {label}"))?;
         let (this_op, found, part) = summaries(&report).with_context(|| format!("report {label}"))?;
@@ -76,12 +83,12 @@ pub fn merge_stats(args: &MergeStatsArgs, out: &mut dyn Write) -> Result<()> {
             record_part(&mut parts, &label, &p)?;
         }
         for f in found {
-            merge_found(&mut merged, &label, f, args.by_dtype)?;
+            merge_found(&mut merged, &label, f)?;
         }
     }
     check_parts(&parts)?;
     let op = op.map(|o| o.0).unwrap_or_default();
-    print_merged(&op, args, &merged, out)
+    print_merged(&op, reports.len(), by_dtype, &merged, out)
 }
 
 /// Refuses a report given twice (the same file by any path, or standard input twice).
@@ -114,27 +121,11 @@ fn record_part(parts: &mut Parts, label: &str, p: &PartOf) -> Result<()> {
     Ok(())
 }
 
-/// Merges summary `f` of report `label` into the summary of its dtype; without `by_dtype`, a
-/// second dtype is refused.
-fn merge_found(merged: &mut ByDType, label: &str, f: Found, by_dtype: bool) -> Result<()> {
+/// Merges summary `f` of report `label` into the summary of its dtype.
+fn merge_found(merged: &mut ByDType, label: &str, f: Found) -> Result<()> {
     let where_ = format!("{label}{}", f.what);
-    match merged.get_mut(&f.dtype) {
-        Some((acc, _)) => acc.merge(&f.summary, f.dtype.is_float()).with_context(|| format!("report {label}"))?,
-        None => {
-            if let (false, Some((other, (_, other_where)))) = (by_dtype, merged.iter().next()) {
-                bail!(
-                    "report {where_} holds {} statistics but {other_where} holds {}: statistics of different \
-                     dtypes do not merge into one; add --by-dtype to merge each dtype apart",
-                    f.dtype.name(),
-                    other.name()
-                );
-            }
-            let mut acc = Summary::empty(f.dtype.is_float());
-            acc.merge(&f.summary, f.dtype.is_float())?;
-            merged.insert(f.dtype, (acc, where_));
-        }
-    }
-    Ok(())
+    let (acc, _) = merged.entry(f.dtype).or_insert_with(|| (Summary::empty(f.dtype.is_float()), where_));
+    acc.merge(&f.summary, f.dtype.is_float()).with_context(|| format!("report {label}"))
 }
 
 /// Refuses a job some of whose parts' reports are missing.
@@ -154,19 +145,39 @@ fn check_parts(parts: &Parts) -> Result<()> {
     Ok(())
 }
 
-/// Writes the merged summary (or, with `--by-dtype`, the summary of each dtype) of operator
-/// `op` to `out` as JSON.
-fn print_merged(op: &str, args: &MergeStatsArgs, merged: &ByDType, out: &mut dyn Write) -> Result<()> {
+/// Writes the merged summary of operator `op` to `out` as JSON: by kind, as a container run's
+/// `totals` (every float dtype in one summary, every integer dtype in another), or with
+/// `by_dtype` one summary per dtype.
+fn print_merged(op: &str, reports: usize, by_dtype: bool, merged: &ByDType, out: &mut dyn Write) -> Result<()> {
     let tool = Tool { name: "tensorop", version: env!("CARGO_PKG_VERSION") };
-    let reports = args.reports.len();
-    let result = if args.by_dtype {
+    let empty = Merged {
+        schema_version: 1,
+        tool,
+        op,
+        dtype: None,
+        dtypes: None,
+        reports,
+        stats: None,
+        stats_by_kind: None,
+        by_dtype: None,
+    };
+    let result = if by_dtype {
         let by = merged.iter().map(|(d, (s, _))| (d.name(), s)).collect();
-        Merged { schema_version: 1, tool, op, dtype: None, reports, stats: None, by_dtype: Some(by) }
+        Merged { by_dtype: Some(by), ..empty }
     } else {
-        let (dtype, stats) = merged.iter().next().map(|(d, (s, _))| (d.name(), s)).ok_or_else(|| {
-            anyhow!("the reports hold no statistics (a container report without members); add --by-dtype for an empty result")
-        })?;
-        Merged { schema_version: 1, tool, op, dtype: Some(dtype), reports, stats: Some(stats), by_dtype: None }
+        if merged.is_empty() {
+            bail!("the reports hold no statistics (a container report without members); add --by-dtype for an empty result");
+        }
+        let mut kinds: BTreeMap<&str, Summary> = BTreeMap::new();
+        for (d, (s, _)) in merged {
+            let kind = if d.is_float() { "float" } else { "int" };
+            kinds.entry(kind).or_insert_with(|| Summary::empty(d.is_float())).merge(s, d.is_float())?;
+        }
+        let dtypes: Vec<&str> = merged.keys().map(|d| d.name()).collect();
+        let dtype = (dtypes.len() == 1).then(|| dtypes[0]);
+        let (stats, stats_by_kind) =
+            if kinds.len() == 1 { (kinds.into_values().next(), None) } else { (None, Some(kinds)) };
+        Merged { dtype, dtypes: Some(dtypes), stats: Some(stats), stats_by_kind, ..empty }
     };
     let mut text = serde_json::to_string_pretty(&result).context("cannot serialise the merged statistics")?;
     text.push('\n');

@@ -7,7 +7,7 @@ pub mod merge;
 pub(crate) mod summary;
 
 use crate::npy::header::Header;
-use crate::output::{Destination, Sink, Writing};
+use crate::output::{Destination, Staged, Writing};
 use crate::spec::checks::Check;
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -195,18 +195,18 @@ pub fn ms(d: std::time::Duration) -> f64 {
 impl Report {
     /// Opens where the report will go. Called before any work, so an unwritable report path
     /// fails the run before an output is committed.
-    pub fn open_sink(dest: &Destination, how: Writing) -> Result<Sink> {
-        Sink::open(dest, how).with_context(|| format!("report {}", dest.label()))
+    pub fn open_sink(dest: &Destination, how: Writing) -> Result<Staged> {
+        Staged::open(dest, how).with_context(|| format!("report {}", dest.label()))
     }
 
     /// Serialises the report into `sink` and commits it.
-    pub fn write_to(&self, sink: Sink) -> Result<()> {
+    pub fn write_to(&self, sink: Staged) -> Result<()> {
         write_json(self, sink)
     }
 }
 
 /// Serialises a report (pretty-printed, newline-terminated) into `sink` and commits it.
-pub(crate) fn write_json(report: &impl Serialize, mut sink: Sink) -> Result<()> {
+pub(crate) fn write_json(report: &impl Serialize, mut sink: Staged) -> Result<()> {
     let mut text = serde_json::to_string_pretty(report).context("cannot serialise the report")?;
     text.push('\n');
     sink.write(text.as_bytes())?;

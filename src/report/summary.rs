@@ -2,7 +2,9 @@
 //! integers of any size as JSON numbers, digit for digit) and the short form with a bar chart
 //! that `--stats` prints on standard error.
 
+use crate::dtype::DType;
 use crate::summary::{Number, Summary};
+use crate::text::{counted, float_in, float_text, grouped};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 impl Serialize for Number {
@@ -54,34 +56,23 @@ impl Serialize for Summary {
     }
 }
 
-/// A float for text meant to be read (standard error, `compare`'s text): the shortest digits that
-/// read back as the same value, in plain notation between 1e-4 and 1e16 and in scientific
-/// notation outside it, as Python's `repr` does (`1e-45`, not 45 zeros). JSON keeps its own
-/// exact forms.
-pub(crate) fn float_text(x: f64) -> String {
-    let plain = x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs());
-    if plain {
-        format!("{x}")
-    } else {
-        format!("{x:e}")
-    }
-}
-
 /// A summary's number (an extreme, a sum) for text: [`float_text`] for floats, every digit for
 /// integers.
-pub(crate) fn number_text(n: &Option<Number>) -> String {
+pub(crate) fn number_text(n: &Option<Number>, dtype: Option<DType>) -> String {
     match n {
         None => "-".to_string(),
-        Some(Number::Float(x)) => float_text(*x),
+        Some(Number::Float(x)) => dtype.map_or_else(|| float_text(*x), |d| float_in(d, *x)),
         Some(Number::Int(v)) => v.to_string(),
     }
 }
 
-/// `n` and `noun`, plural unless `n` is 1: `1 element`, `3 elements`.
-pub(crate) fn counted(n: impl Into<u128>, noun: &str) -> String {
-    match n.into() {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
+/// A mean for text: in the digits of the elements' dtype (a float mean lies between their
+/// extremes, so it fits the dtype), or float64's for integers.
+fn mean_text(mean: Option<f64>, dtype: Option<DType>) -> String {
+    match (mean, dtype) {
+        (None, _) => "-".into(),
+        (Some(m), Some(d)) if d.is_float() => float_in(d, m),
+        (Some(m), _) => float_text(m),
     }
 }
 
@@ -102,24 +93,25 @@ pub(crate) fn human(summary: &Summary, label: &Label) -> String {
 }
 
 /// One member's result in one line: how many elements are not zero, the extremes and the mean.
-pub(crate) fn one_line(s: &Summary) -> String {
-    let num = number_text;
+pub(crate) fn one_line(s: &Summary, dtype: Option<DType>) -> String {
+    let num = |n| number_text(n, dtype);
     format!(
         "{} of {} non-zero ({} NaN), min {}, max {}, mean {}",
-        s.count - s.zero,
+        grouped(s.count - s.zero),
         counted(s.count, "element"),
-        s.nan,
+        grouped(s.nan),
         num(&s.min),
         num(&s.max),
-        s.mean.map_or("-".into(), float_text)
+        mean_text(s.mean, dtype)
     )
 }
 
 /// [`human`], with the histogram only when `histogram` is set.
 pub(crate) fn human_part(summary: &Summary, label: &Label, histogram: bool) -> String {
     let s = summary;
-    let num = number_text;
-    let mean = s.mean.map_or("-".into(), float_text);
+    let dtype = DType::from_name(label.dtype);
+    let num = |n| number_text(n, dtype);
+    let mean = mean_text(s.mean, dtype);
     let what = label.mean.map_or(String::new(), |name| format!(" ({name})"));
     let mut out = format!(
         "tensorop: stats of {} ({}, {}): {} finite, {} NaN, {} +inf, {} -inf\n  min {}  max {}  \
@@ -127,10 +119,10 @@ pub(crate) fn human_part(summary: &Summary, label: &Label, histogram: bool) -> S
         label.of,
         label.dtype,
         counted(s.count, "element"),
-        s.finite,
-        s.nan,
-        s.posinf,
-        s.neginf,
+        grouped(s.finite),
+        grouped(s.nan),
+        grouped(s.posinf),
+        grouped(s.neginf),
         num(&s.min),
         num(&s.max),
         num(&s.sum),
@@ -152,7 +144,7 @@ pub(crate) fn human_part(summary: &Summary, label: &Label, histogram: bool) -> S
     }
     for (label, n) in rows {
         let bar = ((n as f64 / top as f64) * 40.0).ceil() as usize;
-        out.push_str(&format!("  {label:>10} {n:>12} {}\n", "#".repeat(bar)));
+        out.push_str(&format!("  {label:>10} {:>15} {}\n", grouped(n), "#".repeat(bar)));
     }
     out
 }

@@ -45,7 +45,7 @@ impl Accumulator {
 
     /// Adds `values` (elements of the dtype the accumulator was made for). Never inlined: it
     /// runs once per chunk, and inlined into the CPU workers' chunk loop it made the loop's own
-    /// code slower (10% more CPU time on a rank-4 broadcast, `docs/benchmarks.md`).
+    /// code slower (10% more CPU time on a rank-4 broadcast, `docs/history/benchmarks-2026.md`).
     #[inline(never)]
     pub fn add<T: Summarise>(&mut self, values: &[T]) {
         T::add_all(self, values);

@@ -4,8 +4,8 @@
 //! tolerances given. The one definition of each (`docs/cli.md`, "Verdicts").
 
 use crate::dtype::DType;
-use crate::report::summary::float_text;
 use crate::summary::ExactSum;
+use crate::text::{f16_text, f32_text, float_text};
 use half::f16;
 use num_bigint::BigInt;
 use std::cmp::Ordering;
@@ -260,30 +260,13 @@ pub fn exact(dtype: DType, b: &[u8]) -> String {
         return format!("NaN ({})", bits_text(b));
     }
     match dtype {
-        DType::F16 => {
-            let h = f16::from_le_bytes([b[0], b[1]]);
-            // The fewest significant digits that read back as this float16.
-            (0..8)
-                .map(|p| format!("{:.*e}", p, f64::from(h)))
-                .find_map(|t| t.parse::<f64>().ok().filter(|&v| f16::from_f64(v) == h).map(float_text))
-                .unwrap_or_else(|| h.to_string())
-        }
+        DType::F16 => f16_text(f16::from_le_bytes([b[0], b[1]])),
         // A bfloat16 is a float32 with its low 16 bits zero: float32's shortest digits may
         // need more than bfloat16's, but they read back as the same value.
         DType::BF16 => f32_text(f32::from(half::bf16::from_le_bytes([b[0], b[1]]))),
         DType::F32 => f32_text(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         DType::F64 => float_text(value(dtype, b)),
         _ => integer(dtype, b).to_string(),
-    }
-}
-
-/// A float32 in its shortest digits, in the notation [`float_text`] picks for its size.
-fn f32_text(x: f32) -> String {
-    let plain = x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs());
-    if plain {
-        format!("{x}")
-    } else {
-        format!("{x:e}")
     }
 }
 

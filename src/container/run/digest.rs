@@ -20,8 +20,9 @@ use crate::config::Config;
 use crate::container::pairs::Reshaped;
 use crate::op::Op;
 use crate::output::Destination;
-use crate::report::summary::{counted, human_part, one_line, Label};
+use crate::report::summary::{human_part, one_line, Label};
 use crate::summary::{Number, Summary};
+use crate::text::counted;
 use std::cmp::Ordering;
 
 /// The members standard error lists without `-v`.
@@ -244,7 +245,13 @@ fn line(r: &Row) -> String {
         }
         None => String::new(),
     };
-    format!("{}: {} {}{shapes}: {}{inf}", r.name, r.dtype, crate::shape::fmt_shape(r.shape), one_line(s))
+    format!(
+        "{}: {} {}{shapes}: {}{inf}",
+        r.name,
+        r.dtype,
+        crate::shape::fmt_shape(r.shape),
+        one_line(s, crate::dtype::DType::from_name(r.dtype))
+    )
 }
 
 #[cfg(test)]

@@ -144,7 +144,11 @@ pub(super) fn report(
         unpaired: Unpaired {
             only_in_a: pairing.only_in_a.clone(),
             only_in_b: pairing.only_in_b.clone(),
-            shape_changed: pairing.reshaped.clone(),
+            shape_changed: pairing
+                .reshaped
+                .iter()
+                .map(|r| ShapeChanged { name: r.name.clone(), shapes: r.shapes.clone() })
+                .collect(),
             skipped: cfg.skip_unpaired,
         },
         totals,
