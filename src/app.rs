@@ -13,7 +13,10 @@ use crate::output::{self, is_broken_pipe};
 use crate::pipeline;
 use crate::{commands, shell, sys};
 use clap::Parser;
+use std::io::IsTerminal;
 use std::process::ExitCode;
+
+mod usage;
 
 /// Runs the `tensorop` command with the process's arguments.
 pub fn main() -> ExitCode {
@@ -21,7 +24,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version print and succeed; everything else is a usage error (2).
-            let _ = e.print();
+            let subcommand = std::env::args().nth(1);
+            match usage::hint(&e, subcommand.as_deref()) {
+                Some(msg) => eprintln!("tensorop: usage error: {msg}\n\nFor more information, try '--help'."),
+                None => drop(e.print()),
+            }
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
@@ -31,6 +38,10 @@ pub fn main() -> ExitCode {
         // clap prints the help when neither is given (arg_required_else_help).
         (None, None) => return ExitCode::from(2),
     };
+    if let Err(msg) = usage::refuse_stdin(&command, std::io::stdin().is_terminal()) {
+        Outcome::Refused(msg).tell("");
+        return ExitCode::from(2);
+    }
     let env = |name: &str| std::env::var(name).ok();
     let (outcome, not_done) = match command {
         Command::Sub(args) => (compute(Op::Sub, args, &env), "nothing was computed"),
@@ -82,6 +93,13 @@ fn read_only(command: Command) -> ExitCode {
             crate::backend::wgpu::quiet_driver_probes();
             let env = |name: &str| std::env::var(name).ok();
             finish(WgpuTuning::from_env().and_then(|t| commands::devices(&args, &t, &env, out)))
+        }
+        // -q: the exit status alone says whether the files are the same (`cmp -s`).
+        Command::Compare(args) if args.quiet && !args.json => {
+            match crate::compare::compare(&args, &mut std::io::sink()) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => finish(Err(e)),
+            }
         }
         Command::Compare(args) => match crate::compare::compare(&args, out) {
             Ok(code) => ExitCode::from(code),

@@ -15,8 +15,8 @@ use std::ffi::OsStr;
     long_about = "DirectML element-wise subtract (DML_ELEMENT_WISE_SUBTRACT) and squared difference \
                   (DML_ELEMENT_WISE_DIFFERENCE_SQUARE, OpenVINO SquaredDifference-1) over .npy files, \
                   validated against a DirectML feature level's support matrix.",
-    after_help = "Exit status: 0 success, 1 runtime error, 2 usage error, 3 validation failure, 4 (compare) the \
-                  files differ, 5 (containers) members without a partner, 128+N ended by signal N (130: Ctrl-C; \
+    after_help = "Exit status: 0 success, 1 runtime error, 2 usage error, 3 validation failure, 4 results differ \
+                  (compare, --verify), 5 unpaired members (containers), 128 + N ended by signal N (130: Ctrl-C; \
                   on Windows 0xC000013A). The manual: tensorop --generate man | man -l -",
     arg_required_else_help = true,
     subcommand_value_name = "COMMAND",
@@ -80,6 +80,12 @@ pub struct MergeStatsArgs {
     /// different dtypes
     #[arg(long)]
     pub by_dtype: bool,
+    /// The merged summary as JSON on standard output (the only form merge-stats prints)
+    #[arg(long)]
+    pub json: bool,
+    /// Nothing on standard error but errors
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -95,18 +101,22 @@ pub struct CompareArgs {
     /// Elements also count as equal when |a - b| <= ATOL + RTOL * |b|, as NumPy's isclose
     /// (computed exactly); ATOL alone means RTOL 0. Without --atol, --rtol and --ulps: bit
     /// equality
-    #[arg(long, value_name = "ATOL", value_parser = parse_tolerance)]
+    #[arg(long, value_name = "ATOL", value_parser = parse_tolerance, allow_negative_numbers = true)]
     pub atol: Option<f64>,
     /// The relative part of that bound, |b| being B's element; RTOL alone means ATOL 0
-    #[arg(long, value_name = "RTOL", value_parser = parse_tolerance)]
+    #[arg(long, value_name = "RTOL", value_parser = parse_tolerance, allow_negative_numbers = true)]
     pub rtol: Option<f64>,
     /// Elements also count as equal when at most N units in the last place apart (integers: N
     /// units of 1). With --atol or --rtol too, either bound suffices
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_ulps, allow_negative_numbers = true)]
     pub ulps: Option<u64>,
     /// JSON instead of text
     #[arg(long)]
     pub json: bool,
+    /// Nothing on standard output or error but errors and the --json object: the exit status
+    /// says whether the files are the same (as `cmp -s`)
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Instead of B: accept, element by element, any result a conformant DirectML may give for
     /// OP on the inputs IN_A and IN_B (every float16 rule, subnormals flushed or kept, any NaN
     /// for a NaN); exit 4 for an element none gives
@@ -118,17 +128,28 @@ pub struct CompareArgs {
 fn parse_tolerance(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        Ok(x) if x < 0.0 => {
+            Err(format!("a tolerance cannot be negative ({text}): |a - b| is never below 0; give 0 or more, e.g. 1e-6"))
+        }
         _ => Err(format!("not a tolerance: {text:?} (a finite number, 0 or more, e.g. 1e-6)")),
+    }
+}
+
+/// A count of units in the last place: a whole number, zero or more.
+fn parse_ulps(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err(format!("a ULP count cannot be negative ({text}); give 0 or more, e.g. 1")),
+        _ => text.trim().parse::<u64>().map_err(|_| format!("not a ULP count: {text:?} (a whole number, 0 or more)")),
     }
 }
 
 #[derive(Debug, Args)]
 pub struct OpArgs {
     /// First input: .npy, or a .npz or .safetensors container, run member by member (`-` =
-    /// a .npy on standard input)
+    /// standard input, a .npy or a container)
     #[arg(value_name = "A")]
     pub a: String,
-    /// Second input: .npy, .npz or .safetensors (`-` = a .npy on standard input)
+    /// Second input: .npy, .npz or .safetensors (`-` = standard input)
     #[arg(value_name = "B")]
     pub b: String,
     /// Output .npy, or for containers .safetensors or .npz (`-` = standard output; the default
@@ -171,6 +192,9 @@ pub struct OpArgs {
     /// Write a JSON report of checks and timings here (`-` = standard output)
     #[arg(long, value_name = "PATH")]
     pub report: Option<String>,
+    /// The JSON report on standard output (the same as --report -)
+    #[arg(long, conflicts_with = "report")]
+    pub json: bool,
     /// Run every check and write the report; compute and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -237,6 +261,9 @@ pub struct RunArgs {
     /// Write a JSON report of every dispatch's checks here (`-` = standard output)
     #[arg(long, value_name = "PATH")]
     pub report: Option<String>,
+    /// The JSON report on standard output (the same as --report -)
+    #[arg(long, conflicts_with = "report")]
+    pub json: bool,
     /// Check every dispatch and write the report; run and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -282,6 +309,9 @@ pub struct SupportArgs {
     /// JSON instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Nothing on standard error but errors
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -292,6 +322,9 @@ pub struct InfoArgs {
     /// JSON instead of text
     #[arg(long)]
     pub json: bool,
+    /// Nothing on standard error but errors
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -299,6 +332,9 @@ pub struct DevicesArgs {
     /// JSON instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Nothing on standard error but errors
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -391,6 +427,15 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// `--help`'s one-line exit summary names every status of the one list.
+    #[test]
+    fn help_names_every_exit_status() {
+        let help = Cli::command().render_long_help().to_string();
+        for s in crate::outcome::EXIT_STATUSES.iter().take(6) {
+            assert!(help.contains(&format!("{} {}", s.code, s.name)), "--help lacks \"{} {}\"", s.code, s.name);
+        }
     }
 
     #[test]

@@ -236,20 +236,28 @@ pub fn devices(
     let directml = cfg!(windows).then(|| directml_entries(env));
     // Where DirectML opens on an adapter, wgpu's finding none is no error.
     let usable = |d: &Vec<serde_json::Value>| d.iter().any(|e| e["max_feature_level"].is_string());
-    let adapters = match (crate::backend::wgpu::list_adapters(tuning), &directml) {
-        (Ok(a), _) => a,
-        (Err(_), Some(d)) if usable(d) => vec![],
-        (Err(e), _) => return Err(e),
+    let (adapters, none) = match crate::backend::wgpu::list_adapters(tuning) {
+        Ok(a) => (a, None),
+        Err(e) => (vec![], Some(e)),
     };
+    let failed = none.is_some() && !directml.as_ref().is_some_and(usable);
     if args.json {
+        // Valid JSON whatever is found: no adapter is an entry with the reason.
         let mut all = serde_json::to_value(&adapters)?;
-        if let (Some(list), Some(d)) = (all.as_array_mut(), directml.as_ref()) {
-            list.extend(d.iter().cloned());
+        if let Some(list) = all.as_array_mut() {
+            if let Some(e) = &none {
+                list.push(serde_json::json!({"api": "wgpu", "error": format!("{e:#}")}));
+            }
+            list.extend(directml.iter().flatten().cloned());
         }
         let mut text = serde_json::to_string_pretty(&all)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
-        return Ok(());
+    }
+    match none {
+        Some(e) if failed => return Err(e),
+        _ if args.json => return Ok(()),
+        _ => {}
     }
     print_wgpu(&adapters, out)?;
     for d in directml.iter().flatten() {

@@ -83,3 +83,25 @@ pub(crate) fn idle_flags(cfg: &Config, inputs: &[InputTensor]) {
         eprintln!("tensorop: warning: --float16 {} applies to {to}; it does nothing for these inputs", rule.name());
     }
 }
+
+/// What a `--part` run did and what remains: `part 2 of 4 done; parts 1 and 4 still to run
+/// (the result appears at out.npy when the last is done)`, or that it was the last.
+pub(crate) fn part_done(cfg: &Config, p: &crate::report::PartInfo) -> String {
+    let out = cfg.output.label();
+    if p.committed {
+        return format!("part {} of {} done, the last: {out} holds the whole result", p.index, p.count);
+    }
+    let count: u64 = p.pending.iter().map(|[a, b]| b - a + 1).sum();
+    let mut list: Vec<String> =
+        p.pending.iter().take(6).map(|[a, b]| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+    if p.pending.len() > 6 {
+        list.push("...".into());
+    }
+    let pending = match (count, list.split_last()) {
+        (0, _) | (_, None) => "the other parts are done; the part finishing beside this one commits it".to_string(),
+        (1, _) => format!("part {} still to run", list[0]),
+        (_, Some((last, []))) => format!("parts {last} still to run"),
+        (n, Some((last, rest))) => format!("{n} parts, {} and {last}, still to run", rest.join(", ")),
+    };
+    format!("part {} of {} done; {pending} (the result appears at {out} when the last is done)", p.index, p.count)
+}

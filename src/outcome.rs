@@ -19,9 +19,9 @@ pub enum Outcome {
     Error(anyhow::Error),
     /// Containers: members that only one input holds, without `--skip-unpaired`: exit 5.
     Unpaired(String),
-    /// A request that cannot be carried out, found once the inputs were read (a `--dxdispatch`
-    /// job that fails DirectML's checks, a `--report` naming a model's file): a usage error,
-    /// exit 2. Holds the whole message.
+    /// A request that cannot be carried out, found once the inputs were read (a container
+    /// output for two `.npy` files, a `--report` naming a model's file): a usage error, exit 2.
+    /// Holds the whole message.
     Refused(String),
     /// `--verify`: the run completed, and DirectML's output differs from the CPU's reference:
     /// exit 4, as `compare` gives for results that differ. Holds how.
@@ -162,8 +162,8 @@ pub const EXIT_STATUSES: &[ExitStatus] = &[
     ExitStatus {
         code: "2",
         name: "usage error",
-        detail: "a bad flag, value or combination, decided before any work; a --dxdispatch job that is not a DirectML \
-                 job (-f none, or a failed check)",
+        detail: "a bad flag, value or combination, decided before any work (or, for an output a pair of inputs \
+                 cannot fill, once their first bytes are read)",
     },
     ExitStatus {
         code: "3",

@@ -72,11 +72,26 @@ pub(crate) fn grouped(n: impl Into<u128>) -> String {
     out
 }
 
+/// `n` and `noun`, plural unless `n` is 1, the digits not grouped: for messages a report's JSON
+/// also carries (a check's message, a run's `error`), which keep plain numbers.
+pub(crate) fn plural(n: impl Into<u128>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {}", plural_of(noun)),
+    }
+}
+
+/// A noun's plural: `dispatches`, `elements`.
+fn plural_of(noun: &str) -> String {
+    let es = ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end));
+    format!("{noun}{}", if es { "es" } else { "s" })
+}
+
 /// `n` (grouped) and `noun`, plural unless `n` is 1: `1 element`, `134,217,728 elements`.
 pub(crate) fn counted(n: impl Into<u128>, noun: &str) -> String {
     match n.into() {
         1 => format!("1 {noun}"),
-        n => format!("{} {noun}s", grouped(n)),
+        n => format!("{} {}", grouped(n), plural_of(noun)),
     }
 }
 
@@ -92,6 +107,8 @@ mod tests {
         assert_eq!(grouped(134_217_728u64), "134,217,728");
         assert_eq!(counted(1u8, "element"), "1 element");
         assert_eq!(counted(12_345u64, "element"), "12,345 elements");
+        assert_eq!(counted(2u8, "dispatch"), "2 dispatches");
+        assert_eq!(plural(12_345u64, "element"), "12345 elements");
     }
 
     #[test]

@@ -574,3 +574,19 @@ fn missing_adapter_is_a_clear_runtime_error() {
     assert_eq!(code, 1);
     assert!(err.contains("TENSOROP_WGPU_BACKEND"), "{err}");
 }
+
+/// `devices --json` prints valid JSON whatever is found: with no adapter, an entry with the
+/// reason (and exit 1); the hint names no flag `devices` does not take.
+#[cfg(not(target_os = "macos"))]
+#[test]
+fn devices_json_without_an_adapter_is_json_with_the_reason() {
+    let dir = common::Dir::new();
+    let (code, out, err) = run(dir.root(), &["devices", "--json"], &[("TENSOROP_WGPU_BACKEND", "metal")]);
+    let list: serde_json::Value = serde_json::from_slice(&out).expect("devices --json prints JSON without an adapter");
+    let wgpu = list.as_array().and_then(|l| l.iter().find(|e| e["api"] == "wgpu")).expect("an entry for wgpu");
+    assert!(wgpu["error"].as_str().is_some_and(|e| e.contains("no GPU adapter")), "{list}");
+    if !cfg!(windows) {
+        assert_eq!(code, 1, "no adapter anywhere is still a failure");
+    }
+    assert!(!err.contains("--backend"), "devices takes no --backend, yet: {err}");
+}

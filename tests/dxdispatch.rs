@@ -186,12 +186,12 @@ fn an_export_is_refused_without_a_directml_job_and_leaves_nothing() {
     dir.write("a.npy", &npy_of("float64", &[3], &values(3, 1), false));
     dir.write("f.npy", &npy_of("float32", &[3], &values(3, 1), false));
     let before = dir.listing();
-    dir.run(&["sub", "a.npy", "a.npy", "--dxdispatch", "r"]).expect_code(2).stderr_mentions("datatype_supported");
+    dir.run(&["sub", "a.npy", "a.npy", "--dxdispatch", "r"]).expect_code(3).stderr_mentions("datatype_supported");
     dir.run(&["sub", "f.npy", "f.npy", "-f", "none", "--dxdispatch", "r"])
         .expect_code(2)
         .stderr_mentions("feature level");
     // sqdiff does not exist before 3_1.
-    dir.run(&["sqdiff", "f.npy", "f.npy", "-f", "3_0", "--dxdispatch", "r"]).expect_code(2);
+    dir.run(&["sqdiff", "f.npy", "f.npy", "-f", "3_0", "--dxdispatch", "r"]).expect_code(3);
     assert_eq!(dir.listing(), before, "a refused export writes nothing");
     // An existing directory with files in it is not overwritten.
     std::fs::create_dir(dir.path("full")).unwrap();

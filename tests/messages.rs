@@ -76,11 +76,11 @@ fn a_dxdispatch_hint_names_what_works_with_dxdispatch() {
     let a = npy(&[3], &[1i8, 2, 3]);
     dir.write("a.npy", &a);
     let out = dir.run(&["sqdiff", "a.npy", "a.npy", "--dxdispatch", "repro"]);
-    out.expect_code(2).stderr_mentions("so DxDispatch cannot run them").stderr_mentions("drop --dxdispatch");
+    out.expect_code(3).stderr_mentions("so DxDispatch cannot run them").stderr_mentions("drop --dxdispatch");
     assert!(!out.stderr.ends_with("use --feature-level none\n"), "{}", out.stderr);
     // A level that works is still named as the fix.
     dir.run(&["sub", "a.npy", "a.npy", "-f", "4_1", "--dxdispatch", "repro"])
-        .expect_code(2)
+        .expect_code(3)
         .stderr_mentions("use --feature-level 5_1");
     assert!(!dir.exists("repro"));
 }

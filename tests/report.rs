@@ -338,3 +338,78 @@ fn dml_is_null_at_level_none_and_on_failures() {
     dir.run(&["sub", "a.npy", "b.npy", "-o", "missing-dir/o.npy", "--report", "r.json"]).expect_code(1);
     assert!(dir.report("r.json")["dml"].is_null());
 }
+
+// ---------------------------------------------------------------------------------------------
+// docs/report.md against the reports the binary writes
+// ---------------------------------------------------------------------------------------------
+
+/// The keys the rows of the first table after `heading` in docs/report.md name (a row may name
+/// several: `` `bytes_read`, `bytes_written` ``), and whether each row says the key is present
+/// only sometimes.
+fn documented_keys(heading: &str) -> Vec<(String, bool)> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).expect("docs/report.md");
+    let start = doc.find(heading).unwrap_or_else(|| panic!("docs/report.md has no {heading:?}"));
+    let mut keys = Vec::new();
+    for row in doc[start..].lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|')).skip(2) {
+        let mut cells = row.split(" | ");
+        let first = cells.next().unwrap_or_default().trim_start_matches('|');
+        let sometimes = cells.next().is_some_and(|v| v.contains("only"));
+        for key in first.split(',') {
+            let key = key.trim().trim_matches('`');
+            if !key.is_empty() {
+                keys.push((key.to_string(), sometimes));
+            }
+        }
+    }
+    keys
+}
+
+/// Every key of `object` is documented under one of `headings`, and every documented key that
+/// is not "only" sometimes there is in `object`. Rows naming a nested key (`output.fsync`)
+/// document the objects inside, which their own rows describe.
+fn keys_match_the_docs(what: &str, object: &serde_json::Value, headings: &[&str]) {
+    let documented: Vec<(String, bool)> =
+        headings.iter().flat_map(|h| documented_keys(h)).filter(|(k, _)| !k.contains('.')).collect();
+    let object = object.as_object().unwrap_or_else(|| panic!("{what} is not an object: {object}"));
+    for key in object.keys() {
+        assert!(
+            documented.iter().any(|(k, _)| k == key),
+            "{what} has key {key:?}, which docs/report.md ({headings:?}) does not document"
+        );
+    }
+    for (key, sometimes) in &documented {
+        assert!(
+            *sometimes || object.contains_key(key),
+            "docs/report.md documents {what}.{key}, which the report lacks"
+        );
+    }
+}
+
+#[test]
+fn every_report_key_is_documented_and_every_documented_key_is_written() {
+    let dir = Dir::new();
+    write_ab(&dir);
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "out.npy", "--stats", "--report", "pair.json"]).ok();
+    let pair = dir.report("pair.json");
+    keys_match_the_docs("a pair's report", &pair, &["## Stable keys", "## Extra keys"]);
+    dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "p.npy", "--part", "1/2", "--report", "part.json", "-q"]).ok();
+    let part = dir.report("part.json");
+    keys_match_the_docs("a part's report", &part, &["## Stable keys", "## Extra keys"]);
+    let listed = "`{\"index\": K, \"count\": N, \"first\", \"end\", \"job\", \"committed\", \"pending\"}`";
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/report.md")).expect("docs/report.md");
+    assert!(doc.contains(listed), "docs/report.md lists part's keys as {listed}");
+    let keys: Vec<&String> = part["part"].as_object().expect("part").keys().collect();
+    assert_eq!(keys, ["index", "count", "first", "end", "job", "committed", "pending"], "{}", part["part"]);
+
+    let x = [1.0f32, 2.0, 3.0, 4.0];
+    let c = |v: f32| x.iter().flat_map(|e| (e * v).to_le_bytes()).collect::<Vec<u8>>();
+    dir.write("a.safetensors", &safetensors(&[("w", "F32", &[4], c(1.0)), ("v", "F32", &[4], c(2.0))]));
+    dir.write("b.safetensors", &safetensors(&[("w", "F32", &[4], c(0.5)), ("v", "F32", &[4], c(2.0))]));
+    let args =
+        ["sqdiff", "a.safetensors", "b.safetensors", "-o", "o.safetensors", "--stats", "--report", "c.json", "-q"];
+    dir.run(&args).ok();
+    let r = dir.report("c.json");
+    keys_match_the_docs("a container report", &r, &["## Container runs"]);
+    keys_match_the_docs("a container report's totals", &r["totals"], &["`totals`:"]);
+    keys_match_the_docs("a container report's members", &r["members"][0], &["Each entry of `members`:"]);
+}

@@ -145,7 +145,7 @@ fn man_page_renders_without_warnings_and_documents_every_command() {
     for c in COMMANDS {
         assert!(text.contains(&format!("TENSOROP {}", c.to_uppercase())), "no section for {c}");
     }
-    for needle in ["--feature-level", "--report", "--generate", "EXIT STATUS", "128+N"] {
+    for needle in ["--feature-level", "--report", "--generate", "EXIT STATUS", "128 + N", "EXAMPLES", "ENVIRONMENT"] {
         assert!(text.contains(needle), "the rendered page lacks {needle:?}");
     }
     if have("man", "man_page_renders_without_warnings_and_documents_every_command") {

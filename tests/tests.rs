@@ -20,6 +20,7 @@ mod dxdispatch;
 mod faults;
 mod fuzz_regressions;
 mod inputs;
+mod interface;
 mod kill;
 mod merge_stats;
 mod messages;

@@ -108,7 +108,8 @@ impl Config {
             (None, None) if stdout_is_terminal && !args.dry_run => return Err(no_terminal_output(args.stats)),
             (None, None) => Destination::Stdout,
         };
-        let report = args.report.as_deref().map(Destination::parse);
+        // `--json` is `--report -`.
+        let report = args.report.as_deref().or(args.json.then_some("-")).map(Destination::parse);
         check_report(report.as_ref(), &inputs, &output, &args)?;
         let part = args.part.as_deref().map(PartSpec::parse).transpose().map_err(UsageError)?;
         if let Some(p) = part {
@@ -161,7 +162,7 @@ fn check_report(
 ) -> Result<(), UsageError> {
     if report == Some(&Destination::Stdout) && *output == Destination::Stdout && !args.dry_run {
         return Err(UsageError(
-            "--report - and the output both go to standard output; write the output to a file with -o, \
+            "--report - (or --json) and the output both go to standard output; write the output to a file with -o, \
              or the report with --report PATH"
                 .into(),
         ));
@@ -189,6 +190,21 @@ fn check_part(p: PartSpec, inputs: &[Source; 2], output: &Destination) -> Result
             "--part {}/{}: every part reads the inputs, so they must be files, not standard input",
             p.index, p.count
         )));
+    }
+    // A device, FIFO or socket is no file for parts to fill: refused here, as standard output
+    // is (a path that cannot be resolved yet is the run's to report).
+    if let Destination::Path(path) = output {
+        if let Ok(t) = crate::output::target::Target::resolve(path) {
+            if !matches!(t, crate::output::target::Target::Replace { .. }) {
+                return Err(UsageError(format!(
+                    "--part {}/{}: parts write into one file that appears when the last part is done; {} is not a \
+                     regular file: give -o PATH of a file",
+                    p.index,
+                    p.count,
+                    path.display()
+                )));
+            }
+        }
     }
     Ok(())
 }

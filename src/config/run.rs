@@ -38,12 +38,9 @@ impl RunConfig {
     /// Resolves `args`; the environment (`env`: a variable's value, if set) is read for
     /// `TENSOROP_NAMED_TEMPFILES` and, only when the wgpu backend is chosen, for its settings.
     pub fn new(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunConfig, UsageError> {
-        let report = args.report.as_deref().map(Destination::parse);
-        if report == Some(Destination::Stdout) && !args.dry_run {
-            return Err(UsageError(
-                "--report - writes to standard output, which print commands use; give a path, or add --dry-run".into(),
-            ));
-        }
+        // `--json` is `--report -`; a model whose `print` commands also write to standard
+        // output is refused once it is read (`dxdispatch::run`).
+        let report = args.report.as_deref().or(args.json.then_some("-")).map(Destination::parse);
         let mut backend = backend(args.backend, args.feature_level, args.verify, env)?;
         let flags = Float16Flags { arg: args.float16, half_precision: false, release: args.directml_version };
         let (float16, _) = flags.resolve(&mut backend)?;
@@ -86,9 +83,13 @@ mod tests {
         assert!(RunConfig::new(args(&[]), &env).is_ok(), "the cpu backend reads no wgpu setting");
     }
 
+    /// `--json` is `--report -`; whether the model's print commands clash with it is decided
+    /// once the model is read.
     #[test]
-    fn report_on_standard_output_only_for_a_dry_run() {
-        assert!(RunConfig::new(args(&["--report", "-"]), &|_| None).unwrap_err().0.contains("print commands"));
-        assert!(RunConfig::new(args(&["--report", "-", "--dry-run"]), &|_| None).is_ok());
+    fn json_is_the_report_on_standard_output() {
+        for argv in [&["--report", "-"][..], &["--json"], &["--json", "--dry-run"]] {
+            let cfg = RunConfig::new(args(argv), &|_| None).expect("accepted before the model is read");
+            assert_eq!(cfg.report, Some(Destination::Stdout), "{argv:?}");
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::report::container::*;
 use crate::shape::view_strides;
 use crate::spec::checks::{validate, BroadcastMode, TensorSpec, Validation};
 use crate::summary::Summary;
-use crate::text::counted;
+use crate::text::{counted, plural};
 use anyhow::{anyhow, bail, Context, Result};
 use report::Merging;
 use std::time::{Duration, Instant};
@@ -162,21 +162,21 @@ fn stages(
         if unpaired > 0 {
             what.push(format!(
                 "{} no partner in the other input",
-                counted(unpaired as u64, "member") + if unpaired == 1 { " has" } else { " have" }
+                plural(unpaired as u64, "member") + if unpaired == 1 { " has" } else { " have" }
             ));
         }
         if reshaped > 0 {
             what.push(format!(
                 "{} changed shape (a changed tensor is a difference, not a broadcast: --broadcast numpy broadcasts \
                  members of different shapes)",
-                counted(reshaped as u64, "member")
+                plural(reshaped as u64, "member")
             ));
         }
         return Ok(Outcome::Unpaired(format!(
             "{} (listed above); nothing was computed. Pass --skip-unpaired to run the {} that match, or --member \
              to choose members",
             what.join(", and "),
-            counted(members.len() as u64, "pair")
+            plural(members.len() as u64, "pair")
         )));
     }
     refuse_unwritable(members, format)?;

@@ -130,8 +130,11 @@ fn run_model(
     if let Some(msg) = failures(dispatches) {
         return Ok(Outcome::Invalid(msg));
     }
-    preflight(&model, cfg.resource_limit)?;
+    let needed = preflight(&model, cfg.resource_limit)?;
     if cfg.dry_run {
+        if !cfg.quiet {
+            eprintln!("tensorop: {}", dry_run_text(cfg, &model, needed));
+        }
         return Ok(Outcome::Ok);
     }
     let engine = Engine::open(&cfg.backend)?;
@@ -201,6 +204,14 @@ fn failures(dispatches: &[DispatchReport]) -> Option<String> {
 /// `writeFile` writes, or the file standard output (where `print` writes) was redirected to.
 fn report_clash(cfg: &RunConfig, model: &Model) -> Option<String> {
     use crate::output::identity::{refuse_report_over, Named, Role, Use};
+    let prints = model.commands.iter().any(|c| matches!(c, Command::Print { .. }));
+    if cfg.report == Some(Destination::Stdout) && prints && !cfg.dry_run {
+        return Some(
+            "--json (or --report -) writes the report to standard output, where this model's print commands \
+             write too; give --report PATH, or add --dry-run"
+                .into(),
+        );
+    }
     let Some(Destination::Path(report)) = &cfg.report else { return None };
     fn role(what: String, path: &Path, used: Use) -> Role<'_> {
         Role { what, named: Named::Path(path), used }
@@ -267,9 +278,26 @@ fn npy_dtype(path: &Path) -> Result<(DType, u64)> {
     }
 }
 
+/// What `run --dry-run` checked, in one line: the dispatches and the level they pass at, the
+/// writeFile commands, and the space the resources would take.
+fn dry_run_text(cfg: &RunConfig, model: &Model, needed: u64) -> String {
+    use crate::text::{counted, grouped};
+    let dispatches = model.commands.iter().filter(|c| matches!(c, Command::Dispatch { .. })).count();
+    let writes = model.commands.iter().filter(|c| matches!(c, Command::WriteFile { .. })).count();
+    format!(
+        "dry run: {} passed every check at feature level {}; {} planned; {} taking {} bytes, within \
+         --resource-limit and the free temporary space; nothing was run or written",
+        counted(dispatches as u64, "dispatch"),
+        cfg.level,
+        counted(writes as u64, "writeFile"),
+        counted(model.resources.len() as u64, "resource"),
+        grouped(needed),
+    )
+}
+
 /// What can be known before anything runs: every `writeFile` fits its resource, and the
 /// temporary space holds the resources.
-fn preflight(model: &Model, limit: u64) -> Result<()> {
+fn preflight(model: &Model, limit: u64) -> Result<u64> {
     for (i, c) in model.commands.iter().enumerate() {
         if let Command::WriteFile { resource, target, dimensions } = c {
             exec::write_plan(&model.resources[*resource], target, dimensions.as_deref())
@@ -307,5 +335,5 @@ fn preflight(model: &Model, limit: u64) -> Result<()> {
     let dir = std::env::temp_dir();
     let label = format!("temporary space ({})", dir.display());
     crate::output::space::check_free_space(&label, &dir, needed, crate::output::space::Room::Resources)?;
-    Ok(())
+    Ok(needed)
 }

@@ -25,6 +25,9 @@ pub enum ByteOrder {
     Big,
     /// `|`: single-byte elements, where order does not apply.
     NotApplicable,
+    /// A structured dtype with a multi-byte field: each field has its own byte order, which
+    /// the dtype's name spells (`structured (a: >f8, b: <i2)`).
+    PerField,
 }
 
 impl ByteOrder {
@@ -33,6 +36,7 @@ impl ByteOrder {
             ByteOrder::Little => "little",
             ByteOrder::Big => "big",
             ByteOrder::NotApplicable => "not_applicable",
+            ByteOrder::PerField => "per_field",
         }
     }
 
@@ -43,6 +47,7 @@ impl ByteOrder {
             ByteOrder::Little => "little byte order",
             ByteOrder::Big => "big byte order",
             ByteOrder::NotApplicable => "no byte order (1-byte elements)",
+            ByteOrder::PerField => "byte order per field",
         }
     }
 
@@ -51,7 +56,7 @@ impl ByteOrder {
         match self {
             ByteOrder::Little => cfg!(target_endian = "big"),
             ByteOrder::Big => cfg!(target_endian = "little"),
-            ByteOrder::NotApplicable => false,
+            ByteOrder::NotApplicable | ByteOrder::PerField => false,
         }
     }
 }
@@ -247,15 +252,46 @@ fn other_name(ts: &TypeStr, item_size: u64, raw: &str) -> String {
     }
 }
 
-/// A record (structured) dtype, described as npyz describes it; tensorop only needs its size and
-/// name.
+/// A record (structured) dtype: tensorop only needs its size and a truthful name, its fields with
+/// their NumPy types (`structured (a: >f8, b: <i2)`), each field's byte order in its type.
 fn parse_record(descr: &Value) -> Result<(FileDType, ByteOrder, u64)> {
     let dtype = record_dtype(descr).context("unparsable header: invalid record dtype")?;
     if dtype.uses_pickled_array() {
         bail!("the record dtype holds pickled Python objects, which tensorop never loads");
     }
     let size = dtype.num_bytes().ok_or_else(|| anyhow!("unparsable header: the record dtype has no fixed size"))?;
-    Ok((FileDType::Other(format!("record {}", dtype.descr())), ByteOrder::NotApplicable, size as u64))
+    let order = if multi_byte(&dtype) { ByteOrder::PerField } else { ByteOrder::NotApplicable };
+    Ok((FileDType::Other(field_text(&dtype)), order, size as u64))
+}
+
+/// A record dtype as `info` names it: `structured (a: >f8, b: <i2, c: (2,)<f4)`.
+fn field_text(dtype: &npyz::DType) -> String {
+    match dtype {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        npyz::DType::Array(..) => {
+            // NumPy's subarray spelling: `(2, 3)<i4`.
+            let (mut dims, mut inner) = (Vec::new(), dtype);
+            while let npyz::DType::Array(n, next) = inner {
+                dims.push(n.to_string());
+                inner = next;
+            }
+            let dims = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+            format!("{dims}{}", field_text(inner))
+        }
+        npyz::DType::Record(fields) => {
+            let list: Vec<String> = fields.iter().map(|f| format!("{}: {}", f.name, field_text(&f.dtype))).collect();
+            format!("structured ({})", list.join(", "))
+        }
+    }
+}
+
+/// Whether some field has elements of more than one byte, so that byte order matters.
+fn multi_byte(dtype: &npyz::DType) -> bool {
+    match dtype {
+        npyz::DType::Plain(ts) => ts.num_bytes().is_some_and(|n| n > 1) && ts.endianness() != Endianness::Irrelevant,
+        npyz::DType::Array(_, inner) => multi_byte(inner),
+        npyz::DType::Record(fields) => fields.iter().any(|f| multi_byte(&f.dtype)),
+    }
 }
 
 /// Most dimensions of a record field's subarray (NumPy's own limit is 64); each is one level of
@@ -380,7 +416,7 @@ mod tests {
         assert_eq!(name("'<c8'"), "complex64");
         assert_eq!(name("'<U3'"), "<U3");
         assert_eq!(name("'<f16'"), "float128");
-        assert!(name("[('a', '<i4'), ('b', '<f8')]").starts_with("record"));
+        assert_eq!(name("[('a', '<i4'), ('b', '>f8')]"), "structured (a: <i4, b: >f8)");
         let h = parse(1, "{'descr': [('a', '<i4'), ('b', '<f8')], 'fortran_order': False, 'shape': (2,)}").unwrap();
         assert_eq!(h.data_bytes, 24);
     }
@@ -432,7 +468,7 @@ mod tests {
     }
 
     #[test]
-    fn describes_records_as_npyz_does() {
+    fn describes_records_by_their_fields() {
         let h = parse(
             1,
             "{'descr': [('a', '<i4', (2, 3)), ('b', [('c', '|u1'), ('', '|V3')])], 'fortran_order': False, \
@@ -440,7 +476,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.item_size, 24 + 4);
-        assert_eq!(h.dtype.name(), "record [('a', '<i4', (2,3,)), ('b', [('c', '|u1'), ('', '|V3'), ]), ]");
+        assert_eq!(h.dtype.name(), "structured (a: (2, 3)<i4, b: structured (c: |u1, : |V3))");
+        assert_eq!(h.byte_order, ByteOrder::PerField);
         let e = |descr: &str| {
             let e = parse(1, &format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (2,)}}")).unwrap_err();
             format!("{e:#}")

@@ -85,6 +85,28 @@ pub fn staging_dir(target: &Path) -> PathBuf {
     parent_dir(target).join(format!(".{name}.tensorop-parts"))
 }
 
+/// Sorted part numbers as ranges `[first, last]`: `1 2 3 5` is `[1, 3], [5, 5]`.
+pub fn ranges(parts: &[u64]) -> Vec<[u64; 2]> {
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    for &k in parts {
+        match out.last_mut() {
+            Some(r) if r[1] + 1 == k => r[1] = k,
+            _ => out.push([k, k]),
+        }
+    }
+    out
+}
+
+/// How a part's finish left the job.
+#[derive(Debug)]
+pub enum PartDone {
+    /// Not committed by this part: the parts not yet done when it finished (none when another
+    /// part, finishing at the same moment, is committing the job).
+    Pending(Vec<u64>),
+    /// This part was the last and committed the result: every part's recorded verdict.
+    Committed(Vec<Value>),
+}
+
 impl Stage {
     /// Joins (or starts) the job `description` of the target `target` as part `spec`: the
     /// staging directory, the data file (at its full size, `bytes`) and `job.json` are created
@@ -108,9 +130,10 @@ impl Stage {
 
     /// Marks this part done (its bytes were written and the file closed, and with `durable`
     /// flushed), recording `verdict` (this part's `--verify` verdict, if any) in its marker, then
-    /// commits the result if every part is done. Returns `None` when this part did not commit
-    /// it, else every part's recorded verdict, in part order (`null` for a part without one).
-    pub fn finish(self, durable: bool, verdict: Option<Value>) -> Result<Option<Vec<Value>>> {
+    /// commits the result if every part is done. Returns [`PartDone::Pending`] when this part
+    /// did not commit it, else every part's recorded verdict, in part order (`null` for a part
+    /// without one).
+    pub fn finish(self, durable: bool, verdict: Option<Value>) -> Result<PartDone> {
         let marker = self.dir.join(marker_name(self.spec.index, self.spec.count, &self.job));
         let record = serde_json::json!({
             "job": self.job, "part": self.spec.index, "of": self.spec.count, "data": self.data_name,
@@ -125,8 +148,9 @@ impl Stage {
         tmp.persist(&marker).map_err(|e| e.error).with_context(|| self.vanished("mark this part done"))?;
         let markers: Vec<PathBuf> =
             (1..=self.spec.count).map(|k| self.dir.join(marker_name(k, self.spec.count, &self.job))).collect();
-        if !markers.iter().all(|m| m.exists()) {
-            return Ok(None);
+        let pending: Vec<u64> = (1..=self.spec.count).filter(|k| !markers[(*k - 1) as usize].exists()).collect();
+        if !pending.is_empty() {
+            return Ok(PartDone::Pending(pending));
         }
         // Claim the data file under a name of this part's own, so that no other part renames
         // it meanwhile, then check that every marker names this very file: a part counts only
@@ -137,7 +161,7 @@ impl Stage {
         match fs::rename(&data, &claimed) {
             Ok(()) => {}
             // Another part found every marker too, and claimed the file first.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PartDone::Pending(vec![])),
             Err(e) => return Err(e).with_context(|| format!("cannot claim {}", data.display())),
         }
         // Whatever stops this commit gives the file back under its name, for the next try.
@@ -159,7 +183,7 @@ impl Stage {
             // Parts of another data file: put it back for whoever writes into it.
             drop(file);
             put_back();
-            return Ok(None);
+            return Ok(PartDone::Pending(vec![]));
         }
         let verdicts = records.into_iter().map(|r| r.map_or(Value::Null, |r| r["verify"].clone())).collect();
         let synced = if durable { sys::sync_file(&file).map(|_| ()) } else { Ok(()) };
@@ -180,7 +204,7 @@ impl Stage {
         // The result is in place; what remains is bookkeeping, which a part running at the
         // same moment may be removing too.
         let _ = fs::remove_dir_all(&self.dir);
-        Ok(Some(verdicts))
+        Ok(PartDone::Committed(verdicts))
     }
 
     /// [`vanished`], for this part.

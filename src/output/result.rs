@@ -15,7 +15,7 @@
 //! c.npy: ...`); a reader that closed standard output is [`super::BrokenPipe`], which ends a run
 //! early with success.
 
-use super::parts::Stage;
+use super::parts::{PartDone, Stage};
 use super::{Staged, Staging};
 use anyhow::{Context, Result};
 use std::fs::File;
@@ -30,6 +30,8 @@ pub struct Committed {
     /// `--part`, in the part that committed the job: every part's `--verify` verdict as its
     /// marker recorded it, in part order (`null` for a part that ran without one).
     pub part_verdicts: Vec<serde_json::Value>,
+    /// `--part`, in a part that did not commit the job: the parts not yet done when it finished.
+    pub parts_pending: Vec<u64>,
 }
 
 /// Where a computed result goes.
@@ -128,8 +130,12 @@ impl ResultSink for ToPart {
         let ToPart { out, stage, durable } = *self;
         let label = out.label.clone();
         let synced = Box::new(out).finish(None)?.synced;
-        let verdicts = stage.finish(durable, verdict).context(label)?;
-        Ok(Committed { synced, job_committed: verdicts.is_some(), part_verdicts: verdicts.unwrap_or_default() })
+        Ok(match stage.finish(durable, verdict).context(label)? {
+            PartDone::Committed(verdicts) => {
+                Committed { synced, job_committed: true, part_verdicts: verdicts, parts_pending: vec![] }
+            }
+            PartDone::Pending(pending) => Committed { synced, parts_pending: pending, ..Committed::default() },
+        })
     }
 }
 

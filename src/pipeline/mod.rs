@@ -46,6 +46,7 @@ pub fn run(cfg: &Config) -> Outcome {
         end: None,
         job: None,
         committed: false,
+        pending: vec![],
     });
     let mut trace = Trace { part, ..Trace::default() };
     let result = match open_inputs(cfg, &mut trace) {
@@ -80,11 +81,14 @@ pub fn run(cfg: &Config) -> Outcome {
     {
         eprintln!("tensorop: {}", crate::notices::dry_run_verdict(cfg, p, v));
     }
+    if let (Outcome::Ok, Some(part), false) = (&outcome, &trace.part, cfg.quiet) {
+        eprintln!("tensorop: {}", crate::notices::part_done(cfg, part));
+    }
     let report = trace.report(cfg, &outcome, start.elapsed());
     let outcome = outcome.with_report(report_to, |sink| report.write_to(sink));
     match (outcome, &cfg.dxdispatch) {
         (Outcome::Invalid(msg), Some(dir)) => {
-            Outcome::Refused(crate::dxdispatch::export::refusal(dir, &cfg.level.to_string(), msg))
+            Outcome::Invalid(crate::dxdispatch::export::refusal(dir, &cfg.level.to_string(), msg))
         }
         (outcome, _) => outcome,
     }
@@ -211,6 +215,7 @@ fn execute(cfg: &Config, plan: &Plan, inputs: Vec<InputTensor>, trace: &mut Trac
     trace.synced = committed.synced;
     if let Some(p) = &mut trace.part {
         p.committed = committed.job_committed;
+        p.pending = crate::output::parts::ranges(&committed.parts_pending);
     }
     trace.execute = Some(t.elapsed());
     trace.summary = ran.summary.as_ref().map(|a| a.finish());

@@ -98,6 +98,9 @@ pub struct PartInfo {
     pub job: Option<String>,
     /// Whether this part, the last to finish, moved the whole result into place.
     pub committed: bool,
+    /// The parts not yet done when this one finished, as ranges `[first, last]` (empty when it
+    /// committed the job).
+    pub pending: Vec<[u64; 2]>,
 }
 
 #[derive(Debug, Serialize)]

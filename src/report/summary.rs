@@ -193,9 +193,9 @@ mod tests {
         assert_eq!(
             text,
             "tensorop: stats of sqdiff (float32, 4 elements): 4 finite, 0 NaN, 0 +inf, 0 -inf\n  min 0  max 4  \
-             sum 6.5  mean 1.625 (mean squared error)\n  |x| by binade, [2^e, 2^(e+1)):\n        zero            1 \
-             ####################\n         2^0            2 \
-             ########################################\n         2^2            1 ####################\n"
+             sum 6.5  mean 1.625 (mean squared error)\n  |x| by binade, [2^e, 2^(e+1)):\n        zero               1 \
+             ####################\n         2^0               2 \
+             ########################################\n         2^2               1 ####################\n"
         );
         let text = human(&a.finish(), &Label { of: "sub", dtype: "float32", mean: None });
         assert!(text.contains("mean 1.625\n"), "{text}");

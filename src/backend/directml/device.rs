@@ -364,6 +364,8 @@ pub(crate) struct Listed {
     pub dll_version: String,
     /// `None` where DirectML cannot create a device on the adapter (with the reason).
     pub max_feature_level: Option<String>,
+    /// Why no DirectML device opens on the adapter; absent where one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Per operator, the data types DirectML creates it for at the highest level.
     pub sub: Vec<&'static str>,

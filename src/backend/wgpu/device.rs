@@ -6,7 +6,7 @@
 use super::shader::{Capability, Native, Recipe, SHADER_F16, SHADER_F64, SHADER_I16, SHADER_INT64};
 use super::tuning::WgpuTuning;
 use crate::dtype::DType;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -73,10 +73,15 @@ fn apis(b: wgpu::Backends) -> impl Iterator<Item = (wgpu::Backends, &'static str
 }
 
 fn no_adapter(b: wgpu::Backends) -> anyhow::Error {
+    anyhow!("{} or use --backend cpu", no_adapter_found(b))
+}
+
+/// Why no adapter is listed, and how to get one.
+fn no_adapter_found(b: wgpu::Backends) -> String {
     let names: Vec<&str> = apis(b).map(|(_, name)| name).collect();
-    anyhow!(
+    format!(
         "no GPU adapter found through {}; install a driver for it (on Linux, mesa-vulkan-drivers provides \
-         the CPU-based lavapipe) or use --backend cpu",
+         the CPU-based lavapipe)",
         names.join(" or ")
     )
 }
@@ -324,7 +329,8 @@ pub(crate) fn list_adapters(tuning: &WgpuTuning) -> Result<Vec<AdapterEntry>> {
     let inst = instance(b);
     let adapters = pollster::block_on(inst.enumerate_adapters(b));
     if adapters.is_empty() {
-        return Err(no_adapter(b));
+        // `devices` takes no --backend: the CPU backend is sub's and sqdiff's default.
+        bail!("{}; sub and sqdiff run on the CPU backend (the default) without one", no_adapter_found(b));
     }
     Ok(adapters
         .iter()

@@ -226,7 +226,7 @@ impl fmt::Display for Elements<'_> {
             Elements::Unlimited => f.write_str("--feature-level none: no DirectML element limit"),
             Elements::NoShape => f.write_str("skipped: the shapes have no common output shape"),
             Elements::Within { count } => {
-                write!(f, "the output has {} (limit {MAX_ELEMENTS})", crate::text::counted(*count, "element"))
+                write!(f, "the output has {} (limit {MAX_ELEMENTS})", crate::text::plural(*count, "element"))
             }
             Elements::Over { out, count } => {
                 let (out, count) = (fmt_shape(out), count.map_or("over 2^64".into(), |n| n.to_string()));
