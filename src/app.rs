@@ -59,7 +59,7 @@ fn compute(op: Op, args: OpArgs, env: &dyn Fn(&str) -> Option<String>) -> Outcom
         Ok(cfg) => cfg,
         Err(UsageError(msg)) => return Outcome::Refused(msg),
     };
-    start_up(cfg.backend.kind);
+    start_up(cfg.backend.kind());
     pipeline::run(&cfg)
 }
 
@@ -69,7 +69,7 @@ fn run_model(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Outcome {
         Ok(cfg) => cfg,
         Err(UsageError(msg)) => return Outcome::Refused(msg),
     };
-    start_up(cfg.backend.kind);
+    start_up(cfg.backend.kind());
     crate::dxdispatch::run(&cfg)
 }
 

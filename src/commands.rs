@@ -233,71 +233,65 @@ pub fn devices(
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let directml = cfg!(windows).then(|| directml_entries(env));
+    let directml = cfg!(windows).then(|| crate::backend::directml::list(env));
     // Where DirectML opens on an adapter, wgpu's finding none is no error.
-    let usable = |d: &Vec<serde_json::Value>| d.iter().any(|e| e["max_feature_level"].is_string());
+    let usable = matches!(&directml, Some(Ok(l)) if l.iter().any(|d| d.max_feature_level.is_some()));
     let (adapters, none) = match crate::backend::wgpu::list_adapters(tuning) {
         Ok(a) => (a, None),
         Err(e) => (vec![], Some(e)),
     };
-    let failed = none.is_some() && !directml.as_ref().is_some_and(usable);
     if args.json {
-        // Valid JSON whatever is found: no adapter is an entry with the reason.
-        let mut all = serde_json::to_value(&adapters)?;
-        if let Some(list) = all.as_array_mut() {
-            if let Some(e) = &none {
-                list.push(serde_json::json!({"api": "wgpu", "error": format!("{e:#}")}));
-            }
-            list.extend(directml.iter().flatten().cloned());
+        // Valid JSON whatever is found: an API that lists nothing is an entry with the reason.
+        let mut all: Vec<Entry> = adapters.iter().map(Entry::Wgpu).collect();
+        if let Some(e) = &none {
+            all.push(Entry::Missing { api: "wgpu", error: format!("{e:#}") });
+        }
+        match &directml {
+            Some(Ok(list)) => all.extend(list.iter().map(Entry::Directml)),
+            Some(Err(e)) => all.push(Entry::Missing { api: "DirectML", error: format!("{e:#}") }),
+            None => {}
         }
         let mut text = serde_json::to_string_pretty(&all)?;
         text.push('\n');
         out.write_all(text.as_bytes())?;
     }
     match none {
-        Some(e) if failed => return Err(e),
+        Some(e) if !usable => return Err(e),
         _ if args.json => return Ok(()),
         _ => {}
     }
     print_wgpu(&adapters, out)?;
-    for d in directml.iter().flatten() {
-        print_directml(d, out)?;
+    match &directml {
+        Some(Ok(list)) => list.iter().try_for_each(|d| print_directml(d, out))?,
+        Some(Err(e)) => writeln!(out, "DirectML: not available: {e:#}")?,
+        None => {}
     }
     Ok(())
 }
 
-/// The DirectML entries of `tensorop devices` (`api: DirectML`): one per adapter, or one
-/// saying why there are none.
-fn directml_entries(env: &dyn Fn(&str) -> Option<String>) -> Vec<serde_json::Value> {
-    match crate::backend::directml::list(env) {
-        Ok(serde_json::Value::Array(list)) => list,
-        Ok(other) => vec![other],
-        Err(e) => vec![serde_json::json!({"api": "DirectML", "error": format!("{e:#}")})],
-    }
+/// One entry of `devices --json`.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Entry<'a> {
+    Wgpu(&'a crate::backend::wgpu::AdapterEntry),
+    Directml(&'a crate::backend::directml::Listed),
+    /// An API that lists no adapter, and why.
+    Missing {
+        api: &'static str,
+        error: String,
+    },
 }
 
-fn print_directml(d: &serde_json::Value, out: &mut dyn Write) -> Result<()> {
-    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-    let list = |k: &str| {
-        let v: Vec<&str> =
-            d.get(k).and_then(|v| v.as_array()).map_or(vec![], |a| a.iter().filter_map(|x| x.as_str()).collect());
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(" ")
-        }
-    };
-    if d.get("adapter").is_none() {
-        return Ok(writeln!(out, "DirectML: not available: {}", s("error"))?);
-    }
-    writeln!(out, "{} (DirectML {} from {})", s("adapter"), s("dll_version"), s("dll"))?;
-    match d.get("max_feature_level").and_then(|v| v.as_str()) {
+fn print_directml(d: &crate::backend::directml::Listed, out: &mut dyn Write) -> Result<()> {
+    let list = |v: &[&str]| if v.is_empty() { "none".to_string() } else { v.join(" ") };
+    writeln!(out, "{} (DirectML {} from {})", d.adapter, d.dll_version, d.dll)?;
+    match &d.max_feature_level {
         Some(level) => {
             writeln!(out, "  DirectML feature levels up to {level}")?;
-            writeln!(out, "  sub: {}", list("sub"))?;
-            writeln!(out, "  sqdiff: {}", list("sqdiff"))?;
+            writeln!(out, "  sub: {}", list(&d.sub))?;
+            writeln!(out, "  sqdiff: {}", list(&d.sqdiff))?;
         }
-        None => writeln!(out, "  no DirectML device: {}", s("error"))?,
+        None => writeln!(out, "  no DirectML device: {}", d.error.as_deref().unwrap_or("no reason given"))?,
     }
     Ok(())
 }

@@ -70,7 +70,33 @@ pub const VARIABLES: &[Variable] = &[
         name: "TENSOROP_DIRECTML_DLL",
         value: "PATH",
         effect: "the `DirectML.dll` the directml backend loads, instead of the one beside `tensorop.exe` or the \
-                 system's",
+                 system's; made absolute, and refused if there is no such file",
+    },
+    Variable {
+        name: "TENSOROP_D3D12_DLL",
+        value: "PATH",
+        effect: "the `d3d12.dll` the directml backend loads instead of the system's (System32's, the only one it \
+                 loads otherwise: never one beside `tensorop.exe` or in the current directory); made absolute, and \
+                 refused if there is no such file; the report's `backend.d3d12` names the one loaded",
+    },
+    Variable {
+        name: "TENSOROP_DIRECTML_DEBUG",
+        value: "1",
+        effect: "the directml backend turns on the Direct3D 12 debug layer (an error where it is not installed) and, \
+                 where `DirectML.Debug.dll` is beside `DirectML.dll`, DirectML's debug device; any error message \
+                 they report fails the run; the report's `backend.debug` says what was on",
+    },
+    Variable {
+        name: "TENSOROP_DIRECTML_DISABLE_METACOMMANDS",
+        value: "1",
+        effect: "compile DirectML's operators with `DML_EXECUTION_FLAG_DISABLE_META_COMMANDS`: a driver's \
+                 metacommands can change results by vendor; the report's `backend.execution_flags` says so",
+    },
+    Variable {
+        name: "TENSOROP_DIRECTML_TIMEOUT_S",
+        value: "SECONDS",
+        effect: "the longest the directml backend waits for one dispatch (default 60): work that takes longer is \
+                 an error naming the chunk and the device's state, never a hang",
     },
     Variable {
         name: "TENSOROP_DIRECTML_ADAPTER",

@@ -383,8 +383,8 @@ fn usage_errors_come_before_any_work() {
         &["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml"],
         &[("TENSOROP_DIRECTML_DLL", "C:\\nowhere\\DirectML.dll")],
     )
-    .expect_code(1)
-    .stderr_mentions("TENSOROP_DIRECTML_DLL");
+    .expect_code(2)
+    .stderr_mentions("TENSOROP_DIRECTML_DLL=C:\\nowhere\\DirectML.dll: there is no such file");
     assert!(!dir.path("o.npy").exists());
 }
 
@@ -538,4 +538,110 @@ fn directml_1_8_gets_its_own_float16_rule_and_support_rows() {
             );
         }
     }
+}
+
+/// A `d3d12.dll` planted beside `tensorop.exe` is never loaded: without
+/// `TENSOROP_D3D12_DLL`, Direct3D 12 comes from the system directory only, and the listing
+/// says which file it loaded. The planted file is not even a DLL, so loading it would fail
+/// with its path in the message.
+#[cfg(windows)]
+#[test]
+fn a_d3d12_dll_planted_beside_the_executable_is_not_loaded() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let exe = dir.path("tensorop.exe");
+    fs::copy(bin(), &exe).expect("copy tensorop.exe");
+    dir.write("d3d12.dll", b"planted: not a DLL");
+    // DirectML by its absolute path (the one the other tests use, beside the test binary).
+    let dml = bin().with_file_name("DirectML.dll");
+    let dml = if dml.is_file() {
+        dml
+    } else {
+        std::path::PathBuf::from(std::env::var("TENSOROP_DIRECTML_DLL").expect("a DirectML.dll"))
+    };
+    let out = std::process::Command::new(&exe)
+        .args(["devices", "--json"])
+        .current_dir(dir.root())
+        .env_remove("TENSOROP_D3D12_DLL")
+        .env("TENSOROP_DIRECTML_DLL", &dml)
+        .output()
+        .expect("run the copy");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let planted = dir.path("d3d12.dll").display().to_string().to_lowercase();
+    assert!(!text.to_lowercase().contains(&planted), "the planted d3d12.dll was loaded: {text}");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("devices --json prints JSON");
+    for d in list.as_array().into_iter().flatten().filter(|d| d["api"] == "DirectML" && d["d3d12"].is_string()) {
+        let loaded = d["d3d12"].as_str().unwrap_or_default().to_lowercase();
+        assert!(loaded.ends_with("system32\\d3d12.dll"), "d3d12.dll came from {loaded}, not the system directory");
+    }
+}
+
+/// The report names the `d3d12.dll` loaded: the one `TENSOROP_D3D12_DLL` names where it is
+/// set (CI's stack), and the DLL variables are refused when they name no file.
+#[cfg(windows)]
+#[test]
+fn the_report_names_the_d3d12_dll_and_missing_dlls_are_refused() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[3], &[1.0f32, 2.0, 3.0]));
+    let args = ["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml", "--report", "r.json"];
+    dir.run(&args).ok();
+    let loaded = dir.report("r.json")["backend"]["d3d12"].as_str().expect("backend.d3d12").to_lowercase();
+    match std::env::var("TENSOROP_D3D12_DLL") {
+        Ok(p) if !p.is_empty() => assert!(loaded.ends_with("d3d12.dll") && !loaded.contains("system32"), "{loaded}"),
+        _ => assert!(loaded.ends_with("system32\\d3d12.dll"), "{loaded}"),
+    }
+    for var in ["TENSOROP_D3D12_DLL", "TENSOROP_DIRECTML_DLL"] {
+        dir.run_env(&args, &[(var, "missing.dll")]).expect_code(2).stderr_mentions("there is no such file");
+    }
+}
+
+/// A Fortran-order input above the 32 MiB copy threshold: DirectML reads the C-order copy,
+/// and the report says which descriptors ran (`dml_executed`) beside the ones a caller passes
+/// for the file as stored (`dml`); the result is the CPU's, bit for bit.
+#[cfg(windows)]
+#[test]
+fn a_large_fortran_input_reports_the_descriptors_directml_ran() {
+    if directml().is_none() {
+        return;
+    }
+    let (rows, cols) = (2048usize, 4200usize); // 8.6 M float32 elements: 34 MB
+    let a: Vec<f32> = (0..rows * cols).map(|i| (i % 1013) as f32 * 0.25).collect();
+    let dir = Dir::new();
+    dir.write("a.npy", &npy_with(&[rows, cols], &a, Layout::fortran()));
+    dir.write("b.npy", &npy(&[cols], &(0..cols).map(|i| i as f32).collect::<Vec<_>>()));
+    let r = agree(&dir, &["sub", "a.npy", "b.npy"], &[]);
+    let strides = |d: &Value| d["tensors"]["ATensor"]["Strides"].clone();
+    assert_eq!(strides(&r["dml"]), serde_json::json!([1, rows]), "dml: the file as stored (Fortran)");
+    assert_eq!(strides(&r["dml_executed"]), serde_json::json!([cols, 1]), "what DirectML ran: the C-order copy");
+    assert_eq!(r["dml_executed"]["tensors"]["BTensor"], r["dml"]["tensors"]["BTensor"]);
+}
+
+/// `TENSOROP_DIRECTML_DEBUG=1` where the debug layer is not installed (the CI harness answers
+/// as Windows without Graphics Tools does) fails the run, saying so, instead of running
+/// unchecked; elsewhere the run reports the layer on.
+#[cfg(windows)]
+#[test]
+fn the_debug_switch_runs_under_the_debug_layer_or_says_why_it_cannot() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    dir.write("a.npy", &npy(&[3], &[1.0f32, 2.0, 3.0]));
+    let args = ["sub", "a.npy", "a.npy", "-o", "o.npy", "--backend", "directml", "--report", "r.json"];
+    let out = dir.run_env(&args, &[("TENSOROP_DIRECTML_DEBUG", "1")]);
+    if out.code == Some(0) {
+        assert_eq!(dir.report("r.json")["backend"]["debug"]["d3d12_debug_layer"], true);
+    } else {
+        out.expect_code(1)
+            .stderr_mentions("TENSOROP_DIRECTML_DEBUG=1: the Direct3D 12 debug layer is not available here");
+        assert!(!dir.path("o.npy").exists());
+    }
+    dir.run_env(&args, &[("TENSOROP_DIRECTML_DEBUG", "yes")])
+        .expect_code(2)
+        .stderr_mentions("TENSOROP_DIRECTML_DEBUG=yes");
 }

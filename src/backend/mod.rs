@@ -39,29 +39,37 @@ impl BackendKind {
     }
 }
 
-/// The backend a run asked for, with that backend's settings.
+/// The backend a run asked for, with that backend's settings and no other's: a choice that
+/// cannot run (DirectML without its settings) cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
-    pub kind: BackendKind,
-    /// The wgpu backend's settings (the defaults unless `kind` is wgpu).
-    pub wgpu: wgpu::WgpuTuning,
-    /// The directml backend's settings (only when `kind` is directml).
-    pub directml: Option<directml::Settings>,
+pub enum Choice {
+    Cpu,
+    Wgpu(wgpu::WgpuTuning),
+    Directml(directml::Settings),
 }
 
 impl Choice {
     /// The CPU backend.
     pub fn cpu() -> Choice {
-        Choice { kind: BackendKind::Cpu, wgpu: wgpu::WgpuTuning::default(), directml: None }
+        Choice::Cpu
+    }
+
+    /// Which backend this is.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Choice::Cpu => BackendKind::Cpu,
+            Choice::Wgpu(_) => BackendKind::Wgpu,
+            Choice::Directml(_) => BackendKind::Directml,
+        }
     }
 
     pub fn name(&self) -> &'static str {
-        self.kind.name()
+        self.kind().name()
     }
 
     /// `--verify`: the directml backend's output is compared with the CPU's reference.
     pub fn verifies(&self) -> bool {
-        self.directml.as_ref().is_some_and(|s| s.verify)
+        matches!(self, Choice::Directml(s) if s.verify)
     }
 }
 
@@ -84,11 +92,10 @@ pub enum Engine {
 impl Engine {
     /// Opens the backend `choice` names, with its settings.
     pub fn open(choice: &Choice) -> anyhow::Result<Engine> {
-        Ok(match (choice.kind, &choice.directml) {
-            (BackendKind::Cpu, _) => Engine::Cpu,
-            (BackendKind::Wgpu, _) => Engine::Wgpu(Box::new(wgpu::Gpu::open(&choice.wgpu)?)),
-            (BackendKind::Directml, Some(s)) => Engine::Directml(Box::new(directml::Dml::open(s)?)),
-            (BackendKind::Directml, None) => anyhow::bail!("internal error: the directml backend without its settings"),
+        Ok(match choice {
+            Choice::Cpu => Engine::Cpu,
+            Choice::Wgpu(tuning) => Engine::Wgpu(Box::new(wgpu::Gpu::open(tuning)?)),
+            Choice::Directml(s) => Engine::Directml(Box::new(directml::Dml::open(s)?)),
         })
     }
 
@@ -106,7 +113,7 @@ impl Engine {
         match self {
             Engine::Cpu => None,
             Engine::Wgpu(gpu) => Some((DeviceReport::Wgpu(gpu.report(dtype)), gpu.init_time)),
-            Engine::Directml(dml) => Some((DeviceReport::Directml(dml.report()), dml.init_time)),
+            Engine::Directml(dml) => Some((DeviceReport::Directml(dml.report(dtype)), dml.init_time)),
         }
     }
 

@@ -6,7 +6,7 @@
 
 use crate::backend::directml;
 use crate::backend::wgpu::WgpuTuning;
-use crate::backend::{BackendKind, Choice};
+use crate::backend::Choice;
 use crate::cli::{BackendArg, BroadcastArg, Float16Arg, OpArgs, ProgressArg};
 use crate::npy::input::Source;
 use crate::op::{Float16Rule, Op, Semantics};
@@ -214,9 +214,9 @@ fn check_part(p: PartSpec, inputs: &[Source; 2], output: &Destination) -> Result
 /// DirectML release the backend loads, which it picks itself once loaded (this is the newest
 /// releases' rule, until then; `docs/backends.md`, "float16 by release").
 fn float16_default(backend: &Choice) -> Float16Rule {
-    match backend.kind {
-        BackendKind::Directml => Float16Rule::TowardZeroInf,
-        BackendKind::Cpu | BackendKind::Wgpu => Float16Rule::Nearest,
+    match backend {
+        Choice::Directml(_) => Float16Rule::TowardZeroInf,
+        Choice::Cpu | Choice::Wgpu(_) => Float16Rule::Nearest,
     }
 }
 
@@ -250,7 +250,7 @@ impl Float16Flags {
             }
             (f, r) => f.or(r),
         };
-        if let Some(s) = backend.directml.as_mut() {
+        if let Choice::Directml(s) = backend {
             s.float16 = given;
         }
         Ok((given.unwrap_or_else(|| float16_default(backend)), given.is_some()))
@@ -310,7 +310,7 @@ fn backend(
         BackendArg::Cpu => Ok(Choice::cpu()),
         BackendArg::Wgpu => {
             let tuning = WgpuTuning::from_lookup(env).map_err(usage)?;
-            Ok(Choice { kind: BackendKind::Wgpu, wgpu: tuning, directml: None })
+            Ok(Choice::Wgpu(tuning))
         }
         BackendArg::Directml => {
             if let Some(msg) = directml::unavailable() {
@@ -324,7 +324,7 @@ fn backend(
                 ));
             };
             let settings = directml::Settings::from_lookup(level, verify, env).map_err(usage)?;
-            Ok(Choice { kind: BackendKind::Directml, wgpu: WgpuTuning::default(), directml: Some(settings) })
+            Ok(Choice::Directml(settings))
         }
     }
 }
@@ -465,7 +465,10 @@ mod tests {
         let e = Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap_err();
         assert!(e.0.contains("TENSOROP_WGPU_CHUNK_BYTES=lots"), "{}", e.0);
         let env = |name: &str| (name == "TENSOROP_WGPU_CHUNK_BYTES").then(|| "64".to_string());
-        assert_eq!(Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap().backend.wgpu.chunk_bytes, 64);
+        let Choice::Wgpu(tuning) = Config::new(Op::Sub, cli("wgpu"), false, &env).unwrap().backend else {
+            panic!("not the wgpu backend")
+        };
+        assert_eq!(tuning.chunk_bytes, 64);
     }
 
     #[test]

@@ -199,6 +199,11 @@ fn execute(cfg: &Config, plan: &Plan, inputs: Vec<InputTensor>, trace: &mut Trac
     let t = Instant::now();
     let copies = plan.c_order_copies([&inputs[0], &inputs[1]])?;
     let given = [0, 1].map(|i| copies[i].as_ref().unwrap_or(&inputs[i]));
+    if cfg.backend.kind() == crate::backend::BackendKind::Directml && copies.iter().any(Option::is_some) {
+        // DirectML reads the copies: the report says so beside the descriptors a caller passes.
+        let s = given.map(|x| crate::shape::view_strides(&x.header.shape, x.header.fortran_order, &plan.out_shape));
+        trace.strides_executed = (s != plan.strides).then_some(s);
+    }
     trace.read += t.elapsed();
     let engine = Engine::open(&cfg.backend)?;
     trace.device = engine.device(plan.dtype);

@@ -45,6 +45,9 @@ pub(super) struct Trace {
     pub(super) verified: Option<crate::backend::directml::verify::Verified>,
     /// `--device-dependence`: the counts, once the plan was made.
     pub(super) dependence: Option<crate::verdict::conformant::Dependence>,
+    /// `--backend directml`: the strides of the inputs DirectML read, where an input was
+    /// copied to C order first (they then differ from the plan's).
+    pub(super) strides_executed: Option<[Vec<u64>; 2]>,
     /// How the output reached its name, once it was opened.
     pub(super) staging: Option<Staging>,
     /// `--fsync`: whether the committed output was flushed to storage.
@@ -68,7 +71,7 @@ impl Trace {
         let (status, error) = outcome.status();
         let checks = self.validation.as_ref().map(|v| v.checks.clone()).unwrap_or_default();
         let committed = self.execute.is_some();
-        let gpu = cfg.backend.kind.on_gpu();
+        let gpu = cfg.backend.kind().on_gpu();
         let busy = self.busy.unwrap_or_default();
         let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
         let summary = if status == RunStatus::Ok { self.summary.clone() } else { None };
@@ -99,6 +102,12 @@ impl Trace {
                 strides: p.strides.clone(),
             }),
             checks,
+            dml_executed: match (&dml, &self.strides_executed, cfg.level, &self.plan) {
+                (Some(_), Some(s), LevelChoice::Dml(level), Some(plan)) => {
+                    row_for(cfg.sem.op, level).map(|row| descriptors(cfg.sem.op, row, plan.dtype, &plan.out_shape, s))
+                }
+                _ => None,
+            },
             dml,
             stats: summary,
             verify: self.verified,

@@ -67,6 +67,10 @@ pub struct Report {
     /// The DirectML descriptors of the job, when it ran (or was planned, with `--dry-run`) at a
     /// DirectML level.
     pub dml: Option<crate::spec::dml::Descriptors>,
+    /// `--backend directml`: the descriptors DirectML ran, where they differ from `dml` (an
+    /// input copied to C order first, a Fortran-order input above the copy threshold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dml_executed: Option<crate::spec::dml::Descriptors>,
     /// `--stats`: the summary of the result, when one was computed.
     pub stats: Option<crate::summary::Summary>,
     /// `--verify` (directml backend): DirectML's output against the CPU's reference.

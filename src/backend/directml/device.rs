@@ -1,6 +1,7 @@
 //! Windows: `DirectML.dll`, `d3d12.dll` and `dxgi.dll` loaded at run time, the adapter, and the
 //! Direct3D 12 and DirectML devices (`docs/backends.md`, "directml").
 
+use super::queue::Queue;
 use super::{DeviceReport, Settings};
 use crate::dtype::DType;
 use crate::op::Op;
@@ -9,8 +10,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use windows::core::{Interface, GUID, HRESULT, HSTRING, PCSTR, PCWSTR};
-use windows::Win32::Foundation::{CloseHandle, HANDLE, HMODULE, WAIT_OBJECT_0};
+use windows::core::{Interface, GUID, HRESULT, HSTRING, PCSTR};
+use windows::Win32::Foundation::HMODULE;
 use windows::Win32::Graphics::Direct3D::{D3D_FEATURE_LEVEL, D3D_FEATURE_LEVEL_11_0};
 use windows::Win32::Graphics::Direct3D12::*;
 use windows::Win32::Graphics::Dxgi::*;
@@ -18,7 +19,6 @@ use windows::Win32::Storage::FileSystem::{
     GetFileVersionInfoSizeW, GetFileVersionInfoW, VerQueryValueW, VS_FIXEDFILEINFO,
 };
 use windows::Win32::System::LibraryLoader::*;
-use windows::Win32::System::Threading::{CreateEventW, WaitForSingleObject, INFINITE};
 use windows::Win32::AI::MachineLearning::DirectML::*;
 
 type CreateFactory = unsafe extern "system" fn(*const GUID, *mut *mut c_void) -> HRESULT;
@@ -36,6 +36,9 @@ pub(super) struct Library {
     pub path: PathBuf,
     pub version: String,
     create: CreateDml,
+    /// `DML_CREATE_DEVICE_FLAG_DEBUG` (`TENSOROP_DIRECTML_DEBUG=1`, `DirectML.Debug.dll`
+    /// installed), else none.
+    flags: DML_CREATE_DEVICE_FLAGS,
 }
 
 /// A DXGI adapter: the GPU DirectML runs on.
@@ -50,32 +53,16 @@ pub(super) struct Adapter {
 /// queue, command list and fence its dispatches go through.
 pub(crate) struct Device {
     pub(super) lib: Library,
+    /// The `d3d12.dll` loaded: System32's, or the one `TENSOROP_D3D12_DLL` names.
+    pub(super) d3d12: PathBuf,
+    /// The longest one wait for the GPU may take.
+    pub(super) timeout: std::time::Duration,
     pub(super) adapter: String,
     pub(super) level: FeatureLevel,
     pub(super) max_level: FeatureLevel,
     pub(super) d3d: ID3D12Device,
     pub(super) dml: IDMLDevice,
     pub(super) queue: Mutex<Queue>,
-}
-
-/// What records and submits work: one command list, reused dispatch after dispatch.
-pub(super) struct Queue {
-    pub queue: ID3D12CommandQueue,
-    pub alloc: ID3D12CommandAllocator,
-    pub list: ID3D12GraphicsCommandList,
-    pub recorder: IDMLCommandRecorder,
-    fence: ID3D12Fence,
-    fence_value: u64,
-    event: HANDLE,
-}
-
-impl Drop for Queue {
-    fn drop(&mut self) {
-        // SAFETY: the event was created by this queue and nothing waits on it any more.
-        unsafe {
-            let _ = CloseHandle(self.event);
-        }
-    }
 }
 
 // SAFETY: Direct3D 12 devices, queues and fences and DirectML devices are free-threaded; the
@@ -162,7 +149,9 @@ impl Library {
         let path = module_path(module);
         let create = entry::<CreateDml>(module, b"DMLCreateDevice1\0", &path.display().to_string())
             .context("DirectML 1.1 or newer is needed")?;
-        Ok(Library { version: file_version(&path), path, create })
+        let debug = settings.debug && super::debug::directml_debug_installed(&path);
+        let flags = if debug { DML_CREATE_DEVICE_FLAG_DEBUG } else { DML_CREATE_DEVICE_FLAG_NONE };
+        Ok(Library { version: file_version(&path), path, create, flags })
     }
 }
 
@@ -193,9 +182,21 @@ pub(super) fn adapters() -> Result<Vec<Adapter>> {
     Ok(out)
 }
 
-/// A Direct3D 12 device on `adapter`, through the system's `D3D12CreateDevice`.
-fn d3d_device(adapter: &Adapter) -> Result<ID3D12Device> {
-    let d3d12 = load(Path::new("d3d12.dll"), LOAD_LIBRARY_FLAGS(0)).context("cannot load d3d12.dll (Direct3D 12)")?;
+/// `d3d12.dll`: the one `chosen` names (`TENSOROP_D3D12_DLL`, an absolute path), else the
+/// system's, from System32 only, so that no `d3d12.dll` beside `tensorop.exe` or in the current
+/// directory is ever loaded. Returns the module and the path it was loaded from.
+fn load_d3d12(chosen: Option<&Path>) -> Result<(HMODULE, PathBuf)> {
+    let module = match chosen {
+        Some(p) => load(p, LOAD_WITH_ALTERED_SEARCH_PATH)
+            .map_err(|e| anyhow!("{}={}: cannot load it as Direct3D 12: {e}", super::D3D12_ENV, p.display()))?,
+        None => load(Path::new("d3d12.dll"), LOAD_LIBRARY_SEARCH_SYSTEM32)
+            .context("cannot load d3d12.dll (Direct3D 12) from the system directory")?,
+    };
+    Ok((module, module_path(module)))
+}
+
+/// A Direct3D 12 device on `adapter`, through `D3D12CreateDevice` of the `d3d12.dll` loaded.
+fn d3d_device(d3d12: HMODULE, adapter: &Adapter) -> Result<ID3D12Device> {
     let create = entry::<CreateD3d>(d3d12, b"D3D12CreateDevice\0", "d3d12.dll")?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the documented signature; on success `raw` holds a new ID3D12Device reference.
@@ -217,15 +218,14 @@ impl Library {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the documented signature; on success `raw` holds a new IDMLDevice reference.
         unsafe {
-            (self.create)(d3d.as_raw(), DML_CREATE_DEVICE_FLAG_NONE, dml_level(level), &IDMLDevice::IID, &mut raw)
-                .ok()?;
+            (self.create)(d3d.as_raw(), self.flags, dml_level(level), &IDMLDevice::IID, &mut raw).ok()?;
             Ok(IDMLDevice::from_raw(raw))
         }
     }
 }
 
-/// The highest feature level `dml` reports.
-fn max_level(dml: &IDMLDevice) -> FeatureLevel {
+/// The highest feature level `dml` reports; a failed query is an error, not a level.
+fn max_level(dml: &IDMLDevice) -> Result<FeatureLevel> {
     let levels: Vec<DML_FEATURE_LEVEL> = FeatureLevel::ALL.iter().map(|&l| dml_level(l)).collect();
     let query = DML_FEATURE_QUERY_FEATURE_LEVELS {
         RequestedFeatureLevelCount: levels.len() as u32,
@@ -242,27 +242,35 @@ fn max_level(dml: &IDMLDevice) -> FeatureLevel {
             &mut data as *mut _ as *mut c_void,
         )
     };
+    ok.context("IDMLDevice::CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS) failed")?;
     let max = data.MaxSupportedFeatureLevel.0;
     FeatureLevel::ALL
         .iter()
         .copied()
-        .filter(|&l| ok.is_ok() && dml_level(l).0 <= max)
+        .filter(|&l| dml_level(l).0 <= max)
         .next_back()
-        .unwrap_or(FeatureLevel::new(1, 0))
+        .ok_or_else(|| anyhow!("DirectML reports feature level {max:#x}, older than 1_0"))
 }
 
 impl Device {
     /// Opens DirectML on the adapter `settings` names (else the first that is not a software
     /// adapter) at `settings.level`.
     pub(crate) fn open(settings: &Settings) -> Result<Device> {
+        // d3d12.dll first: DirectML.dll's own import of it then binds to this module, never to
+        // a d3d12.dll found beside DirectML.dll or the executable.
+        let (d3d12, d3d12_path) = load_d3d12(settings.d3d12.as_deref())?;
+        if settings.debug {
+            super::debug::enable_layer(d3d12)?;
+        }
         let lib = Library::load(settings)?;
         let adapter = pick(adapters()?, settings.adapter)?;
-        let d3d = d3d_device(&adapter)?;
+        let d3d = d3d_device(d3d12, &adapter)?;
         let level = settings.level;
         let dml = match lib.device(&d3d, level) {
             Ok(d) => d,
             Err(e) => {
-                let highest = lib.device(&d3d, FeatureLevel::new(1, 0)).map(|d| max_level(&d));
+                let highest =
+                    lib.device(&d3d, FeatureLevel::new(1, 0)).map_err(anyhow::Error::from).and_then(|d| max_level(&d));
                 let hint = match highest {
                     Ok(h) => format!("its highest here is {h}: give --feature-level {h} or an older level"),
                     Err(_) => "it cannot create a DirectML device on this adapter at all".into(),
@@ -278,9 +286,20 @@ impl Device {
                 );
             }
         };
-        let max_level = max_level(&dml);
-        let queue = Queue::new(&d3d, &dml)?;
-        Ok(Device { lib, adapter: adapter.name, level, max_level, d3d, dml, queue: Mutex::new(queue) })
+        let max_level = max_level(&dml)?;
+        let info = settings.debug.then(|| super::debug::info_queue(&d3d)).transpose()?;
+        let queue = Queue::new(&d3d, &dml, info)?;
+        Ok(Device {
+            lib,
+            d3d12: d3d12_path,
+            timeout: settings.timeout,
+            adapter: adapter.name,
+            level,
+            max_level,
+            d3d,
+            dml,
+            queue: Mutex::new(queue),
+        })
     }
 
     pub(super) fn report(&self) -> DeviceReport {
@@ -289,9 +308,15 @@ impl Device {
             adapter: self.adapter.clone(),
             dll: self.lib.path.display().to_string(),
             dll_version: self.lib.version.clone(),
+            d3d12: self.d3d12.display().to_string(),
             feature_level: self.level.to_string(),
             max_feature_level: self.max_level.to_string(),
             float16_rule: super::release_rule(&self.lib.version).name(),
+            execution_flags: vec![],
+            debug: self.queue.lock().is_ok_and(|q| q.debugs()).then(|| super::DebugReport {
+                d3d12_debug_layer: true,
+                directml_debug_device: self.lib.flags == DML_CREATE_DEVICE_FLAG_DEBUG,
+            }),
         }
     }
 }
@@ -313,84 +338,27 @@ fn pick(mut all: Vec<Adapter>, index: Option<u32>) -> Result<Adapter> {
     Ok(all.swap_remove(at))
 }
 
-impl Queue {
-    fn new(d3d: &ID3D12Device, dml: &IDMLDevice) -> Result<Queue> {
-        let desc = D3D12_COMMAND_QUEUE_DESC { Type: D3D12_COMMAND_LIST_TYPE_DIRECT, ..Default::default() };
-        // SAFETY: plain object creation on a live device.
-        unsafe {
-            let queue: ID3D12CommandQueue = d3d.CreateCommandQueue(&desc).context("CreateCommandQueue failed")?;
-            let alloc: ID3D12CommandAllocator =
-                d3d.CreateCommandAllocator(D3D12_COMMAND_LIST_TYPE_DIRECT).context("CreateCommandAllocator failed")?;
-            let list: ID3D12GraphicsCommandList = d3d
-                .CreateCommandList(0, D3D12_COMMAND_LIST_TYPE_DIRECT, &alloc, None)
-                .context("CreateCommandList failed")?;
-            let fence: ID3D12Fence = d3d.CreateFence(0, D3D12_FENCE_FLAG_NONE).context("CreateFence failed")?;
-            let event = CreateEventW(None, false, false, PCWSTR::null()).context("CreateEventW failed")?;
-            let recorder: IDMLCommandRecorder = dml.CreateCommandRecorder().context("CreateCommandRecorder failed")?;
-            Ok(Queue { queue, alloc, list, recorder, fence, fence_value: 0, event })
-        }
-    }
-
-    /// Closes the command list, runs it and waits for it; the list is then open again.
-    pub(super) fn execute(&mut self, d3d: &ID3D12Device, dml: &IDMLDevice) -> Result<()> {
-        // SAFETY: the list was recorded by this thread (under the mutex); the fence and event
-        // belong to this queue.
-        unsafe {
-            self.list.Close().context("ID3D12GraphicsCommandList::Close failed")?;
-            let list: ID3D12CommandList = self.list.cast()?;
-            self.queue.ExecuteCommandLists(&[Some(list)]);
-            self.fence_value += 1;
-            self.queue.Signal(&self.fence, self.fence_value).context("ID3D12CommandQueue::Signal failed")?;
-            self.fence.SetEventOnCompletion(self.fence_value, self.event).context("SetEventOnCompletion failed")?;
-            if WaitForSingleObject(self.event, INFINITE) != WAIT_OBJECT_0 {
-                bail!("waiting for the GPU failed");
-            }
-            d3d.GetDeviceRemovedReason().context("the Direct3D 12 device was removed")?;
-            dml.GetDeviceRemovedReason().context("the DirectML device was removed")?;
-            self.alloc.Reset().context("ID3D12CommandAllocator::Reset failed")?;
-            self.list.Reset(&self.alloc, None).context("ID3D12GraphicsCommandList::Reset failed")?;
-        }
-        Ok(())
-    }
-}
-
-/// One DirectML adapter as `tensorop devices` lists it.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct Listed {
-    pub api: &'static str,
-    pub index: u32,
-    pub adapter: String,
-    pub dll: String,
-    pub dll_version: String,
-    /// `None` where DirectML cannot create a device on the adapter (with the reason).
-    pub max_feature_level: Option<String>,
-    /// Why no DirectML device opens on the adapter; absent where one does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Per operator, the data types DirectML creates it for at the highest level.
-    pub sub: Vec<&'static str>,
-    pub sqdiff: Vec<&'static str>,
-}
-
 /// Every adapter, with what DirectML reports on it.
-pub(crate) fn list(settings: &Settings) -> Result<Vec<Listed>> {
+pub(crate) fn list(settings: &Settings) -> Result<Vec<super::Listed>> {
+    let (d3d12, d3d12_path) = load_d3d12(settings.d3d12.as_deref())?;
     let lib = Library::load(settings)?;
     let mut out = Vec::new();
     for a in adapters()? {
-        let mut l = Listed {
+        let mut l = super::Listed {
             api: "DirectML",
             index: a.index,
             adapter: a.name.clone(),
             dll: lib.path.display().to_string(),
             dll_version: lib.version.clone(),
+            d3d12: d3d12_path.display().to_string(),
             max_feature_level: None,
             error: None,
             sub: vec![],
             sqdiff: vec![],
         };
-        let dml = d3d_device(&a).and_then(|d| {
+        let dml = d3d_device(d3d12, &a).and_then(|d| {
             let dml = lib.device(&d, FeatureLevel::new(1, 0)).context("DMLCreateDevice1 failed")?;
-            let top = max_level(&dml);
+            let top = max_level(&dml)?;
             Ok(lib.device(&d, top).map(|d| (d, top)).unwrap_or((dml, top)))
         });
         match dml {

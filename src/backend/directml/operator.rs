@@ -4,7 +4,8 @@
 
 use super::chunks::Chunk;
 use super::create::{create, data_type};
-use super::device::{Device, Queue};
+use super::device::Device;
+use super::queue::Queue;
 use crate::dtype::DType;
 use crate::op::Op;
 use crate::spec::dml::buffer_tensor_size;
@@ -23,16 +24,19 @@ pub(super) struct Shapes {
     pub op: Op,
     /// The inputs' element strides (the descriptors' own).
     pub strides: [Vec<u64>; 2],
-    /// `--float16 per-step` (`--half-precision`): compiled with
-    /// `DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION`, DirectML's own name for it.
-    pub half_precision: bool,
+    /// The flags the operator is compiled with, by dtype (`ExecutionFlags::of`).
+    pub flags: super::ExecutionFlags,
 }
 
 fn flags(shapes: &Shapes) -> DML_EXECUTION_FLAGS {
-    match shapes.half_precision {
-        true => DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION,
-        false => DML_EXECUTION_FLAG_NONE,
+    let mut f = DML_EXECUTION_FLAG_NONE;
+    if shapes.flags.half_precision {
+        f |= DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION;
     }
+    if shapes.flags.no_metacommands {
+        f |= DML_EXECUTION_FLAG_DISABLE_META_COMMANDS;
+    }
+    f
 }
 
 /// An operator compiled and initialised for one chunk shape, with its descriptor heap and
@@ -212,7 +216,7 @@ impl Compiled {
             }
             q.recorder.RecordDispatch(&q.list, &init, &table);
             uav_barrier(&q.list);
-            q.execute(&dev.d3d, &dev.dml).context("initialising the DirectML operator failed")?;
+            q.execute([&dev.d3d, &dev.dml], dev.timeout, "initialising the DirectML operator")?;
             table_desc.Dispatchable = dispatchable(&op);
             table.Reset(Some(&table_desc)).context("IDMLBindingTable::Reset failed")?;
             Ok(Compiled { op, heap, table, temporary, persistent, bytes })
@@ -321,7 +325,12 @@ pub(super) fn dispatch(
         let n = chunk.count * shapes.dtype.size() as u64;
         list.CopyBufferRegion(&readback, 0, &output, 0, n);
         transition(list, &output, src, uav);
-        q.execute(d3d, &dev.dml).context("the DirectML dispatch failed")?;
+        let what = format!(
+            "the DirectML dispatch of output elements {} to {}",
+            chunk.start,
+            chunk.start + chunk.count.saturating_sub(1)
+        );
+        q.execute([d3d, &dev.dml], dev.timeout, &what)?;
         let mut p = std::ptr::null_mut();
         readback
             .Map(0, Some(&D3D12_RANGE { Begin: 0, End: n as usize }), Some(&mut p))

@@ -30,7 +30,7 @@ fn layout(job: &Job, settings: &Settings) -> Result<(Vec<u64>, Shapes)> {
         dtype: job.dtype,
         op: job.sem.op,
         strides: [s(&d.tensors.a), s(&d.tensors.b)],
-        half_precision: job.sem.float16 == crate::op::Float16Rule::PerStep,
+        flags: super::ExecutionFlags::of(job.dtype, job.sem.float16, settings),
     };
     Ok((d.tensors.output.sizes, shapes))
 }

@@ -132,7 +132,7 @@ pub(super) fn report(
     let ranks = digest::ranks(cfg.sem.op, &named);
     let entries =
         members.into_iter().zip(summaries).zip(ranks).map(|((m, stats), rank)| entry(cfg, m, stats, rank)).collect();
-    let gpu = cfg.backend.kind.on_gpu();
+    let gpu = cfg.backend.kind().on_gpu();
     ContainerReport {
         head: Head::new(status, status == RunStatus::Ok && totals.invalid == 0, error),
         op: cfg.sem.op.name(),
