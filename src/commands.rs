@@ -195,18 +195,19 @@ fn info_text(found: &Found, out: &mut dyn Write) -> Result<()> {
         Found::Npy(i, bytes, byte_order) => {
             writeln!(
                 out,
-                "{}: {} {} ({}, {}, .npy {}, {bytes} data bytes)",
+                "{}: {} {} ({}, {}, .npy {}, {} data bytes)",
                 i.path,
                 i.dtype,
                 crate::shape::fmt_shape(&i.shape),
                 order(i.fortran_order),
                 byte_order.describe(),
                 i.npy_version,
+                crate::text::grouped(*bytes),
             )?;
         }
         Found::Container(c) => {
             let members = crate::text::counted(c.members.len() as u64, "member");
-            writeln!(out, "{}: {}, {members}, {} bytes", c.path, c.format, c.file_bytes)?;
+            writeln!(out, "{}: {}, {members}, {} bytes", c.path, c.format, crate::text::grouped(c.file_bytes))?;
             for m in &c.members {
                 let version = m.npy_version.as_ref().map(|v| format!(", .npy {v}")).unwrap_or_default();
                 writeln!(
@@ -217,7 +218,7 @@ fn info_text(found: &Found, out: &mut dyn Write) -> Result<()> {
                     crate::shape::fmt_shape(&m.shape),
                     order(m.fortran_order),
                     m.order.describe(),
-                    m.data_bytes
+                    crate::text::grouped(m.data_bytes)
                 )?;
             }
         }

@@ -145,7 +145,7 @@ mod tests {
     /// the bytes of the whole first second divided by the instant it appeared.
     #[test]
     fn a_late_bar_shows_the_whole_runs_time_and_rate() {
-        let total = 100 << 20;
+        let total = 200 << 20;
         let start = Instant::now();
         let mut p = Progress::on(ProgressMode::Auto, total, true);
         // 10 MiB every 100 ms: 100 MiB/s.

@@ -13,6 +13,7 @@ use crate::npy::input::InputTensor;
 use crate::op::conformant::{allowed, Allowed};
 use crate::op::Op;
 use crate::shape::Iteration;
+use crate::text::grouped;
 use anyhow::Result;
 use serde::Serialize;
 use std::ops::Range;
@@ -56,19 +57,6 @@ impl Dependence {
             grouped(self.nan)
         )
     }
-}
-
-/// `n` with a comma every three digits.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A job's elements as the walk sees them: the operator, dtype, iteration space and inputs.
@@ -184,9 +172,6 @@ mod tests {
 
     #[test]
     fn counts_are_grouped_in_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1_048_576), "1,048,576");
         let d = Dependence { elements: 1_048_576, any: 4112, float16_rule: 4112, subnormal: 0, nan: 0 };
         assert_eq!(
             d.line(),

@@ -1,6 +1,12 @@
 //! Windows: one DirectML operator per chunk shape, created from the job's descriptors,
 //! compiled, initialised and dispatched chunk after chunk through staging buffers of bounded
 //! size (`docs/backends.md`, "directml").
+//!
+//! Resource states: buffers on the default heap are created in `COMMON`, as Direct3D 12 creates
+//! every buffer, and are back in `COMMON` when an execution completes (buffers decay), so each
+//! command list moves them from `COMMON` to the state it uses them in: inputs to `COPY_DEST`
+//! for their upload, then `UNORDERED_ACCESS`; the output, the temporary and the persistent
+//! resources to `UNORDERED_ACCESS`, and the output then to `COPY_SOURCE` for its read-back.
 
 use super::chunks::Chunk;
 use super::create::{create, data_type};
@@ -196,15 +202,18 @@ impl Compiled {
             let table: IDMLBindingTable =
                 dev.dml.CreateBindingTable(Some(&table_desc)).context("CreateBindingTable failed")?;
             let temp_size = ip.TemporaryResourceSize.max(ep.TemporaryResourceSize);
-            let uav = D3D12_RESOURCE_STATE_UNORDERED_ACCESS;
+            let common = D3D12_RESOURCE_STATE_COMMON;
             let temporary = match temp_size {
                 0 => None,
-                n => Some((buffer(&dev.d3d, D3D12_HEAP_TYPE_DEFAULT, n, uav)?, n)),
+                n => Some((buffer(&dev.d3d, D3D12_HEAP_TYPE_DEFAULT, n, common)?, n)),
             };
             let persistent = match ep.PersistentResourceSize {
                 0 => None,
-                n => Some((buffer(&dev.d3d, D3D12_HEAP_TYPE_DEFAULT, n, uav)?, n)),
+                n => Some((buffer(&dev.d3d, D3D12_HEAP_TYPE_DEFAULT, n, common)?, n)),
             };
+            for (r, _) in temporary.iter().chain(&persistent) {
+                transition(&q.list, r, common, D3D12_RESOURCE_STATE_UNORDERED_ACCESS);
+            }
             q.list.SetDescriptorHeaps(&[Some(heap.clone())]);
             if let (Some((r, n)), true) = (&temporary, ip.TemporaryResourceSize > 0) {
                 let b = binding(r, *n);
@@ -220,6 +229,27 @@ impl Compiled {
             table_desc.Dispatchable = dispatchable(&op);
             table.Reset(Some(&table_desc)).context("IDMLBindingTable::Reset failed")?;
             Ok(Compiled { op, heap, table, temporary, persistent, bytes })
+        }
+    }
+}
+
+impl Compiled {
+    /// Binds the inputs `ins`, the output and the operator's own resources to its table.
+    fn bind(&self, ins: &[ID3D12Resource; 2], output: &ID3D12Resource) {
+        let bs = [binding(&ins[0], self.bytes[0]), binding(&ins[1], self.bytes[1])];
+        let bo = binding(output, self.bytes[2]);
+        // SAFETY: the bindings borrow resources the caller holds until the dispatch finished.
+        unsafe {
+            self.table.BindInputs(Some(&[bind(&bs[0]), bind(&bs[1])]));
+            self.table.BindOutputs(Some(&[bind(&bo)]));
+            if let Some((r, n)) = &self.temporary {
+                let b = binding(r, *n);
+                self.table.BindTemporaryResource(Some(&bind(&b)));
+            }
+            if let Some((r, n)) = &self.persistent {
+                let b = binding(r, *n);
+                self.table.BindPersistentResource(Some(&bind(&b)));
+            }
         }
     }
 }
@@ -279,8 +309,12 @@ pub(super) fn dispatch(
         bufs.compiled.insert(chunk.sizes.clone(), c);
     }
     let c = bufs.compiled.get(&chunk.sizes).ok_or_else(|| anyhow!("internal error: no operator"))?;
-    let (uav, dst, src) =
-        (D3D12_RESOURCE_STATE_UNORDERED_ACCESS, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_COPY_SOURCE);
+    let (common, uav, dst, src) = (
+        D3D12_RESOURCE_STATE_COMMON,
+        D3D12_RESOURCE_STATE_UNORDERED_ACCESS,
+        D3D12_RESOURCE_STATE_COPY_DEST,
+        D3D12_RESOURCE_STATE_COPY_SOURCE,
+    );
     let second = (windows[0].len() as u64).div_ceil(256) * 256;
     let d3d = &dev.d3d;
     let upload = ensure(
@@ -293,38 +327,30 @@ pub(super) fn dispatch(
     .clone();
     fill(&upload, windows, [0, second])?;
     let ins = [
-        ensure(&mut bufs.inputs[0], d3d, D3D12_HEAP_TYPE_DEFAULT, c.bytes[0], uav)?.clone(),
-        ensure(&mut bufs.inputs[1], d3d, D3D12_HEAP_TYPE_DEFAULT, c.bytes[1], uav)?.clone(),
+        ensure(&mut bufs.inputs[0], d3d, D3D12_HEAP_TYPE_DEFAULT, c.bytes[0], common)?.clone(),
+        ensure(&mut bufs.inputs[1], d3d, D3D12_HEAP_TYPE_DEFAULT, c.bytes[1], common)?.clone(),
     ];
-    let output = ensure(&mut bufs.output, d3d, D3D12_HEAP_TYPE_DEFAULT, c.bytes[2], uav)?.clone();
+    let output = ensure(&mut bufs.output, d3d, D3D12_HEAP_TYPE_DEFAULT, c.bytes[2], common)?.clone();
     let readback = ensure(&mut bufs.readback, d3d, D3D12_HEAP_TYPE_READBACK, c.bytes[2], dst)?.clone();
     let list = &q.list;
     // SAFETY: every resource recorded is held (cloned) until `execute` has waited for the GPU.
     unsafe {
         for (i, r) in ins.iter().enumerate() {
-            transition(list, r, uav, dst);
+            transition(list, r, common, dst);
             list.CopyBufferRegion(r, 0, &upload, [0, second][i], windows[i].len() as u64);
             transition(list, r, dst, uav);
         }
+        transition(list, &output, common, uav);
+        for (r, _) in c.temporary.iter().chain(&c.persistent) {
+            transition(list, r, common, uav);
+        }
         list.SetDescriptorHeaps(&[Some(c.heap.clone())]);
-        let bs = [binding(&ins[0], c.bytes[0]), binding(&ins[1], c.bytes[1])];
-        c.table.BindInputs(Some(&[bind(&bs[0]), bind(&bs[1])]));
-        let bo = binding(&output, c.bytes[2]);
-        c.table.BindOutputs(Some(&[bind(&bo)]));
-        if let Some((r, n)) = &c.temporary {
-            let b = binding(r, *n);
-            c.table.BindTemporaryResource(Some(&bind(&b)));
-        }
-        if let Some((r, n)) = &c.persistent {
-            let b = binding(r, *n);
-            c.table.BindPersistentResource(Some(&bind(&b)));
-        }
+        c.bind(&ins, &output);
         q.recorder.RecordDispatch(list, &c.op, &c.table);
         uav_barrier(list);
         transition(list, &output, uav, src);
         let n = chunk.count * shapes.dtype.size() as u64;
         list.CopyBufferRegion(&readback, 0, &output, 0, n);
-        transition(list, &output, src, uav);
         let what = format!(
             "the DirectML dispatch of output elements {} to {}",
             chunk.start,

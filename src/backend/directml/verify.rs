@@ -7,6 +7,7 @@
 use crate::backend::{cpu, Emit, Job};
 use crate::dtype::DType;
 use crate::op::{Float16Rule, Semantics};
+use crate::text::grouped;
 use crate::verdict::element::Tolerance;
 use crate::verdict::{Difference, Scope, Tally};
 use anyhow::{bail, Result};
@@ -186,12 +187,14 @@ impl Verified {
             return format!(
                 "--verify: not verified: {} of {} elements were compared with the CPU reference{rule}, and they \
                  agree; the rest were not compared (the run stopped early)",
-                t.compared, t.elements
+                grouped(t.compared),
+                grouped(t.elements)
             );
         }
         let mut s = format!(
             "--verify: DirectML's output differs from the CPU reference{rule} in {} of {} elements",
-            t.differing, t.compared
+            grouped(t.differing),
+            grouped(t.compared)
         );
         if let Some(d) = &self.first_difference {
             s.push_str(&format!(
@@ -210,7 +213,7 @@ impl Verified {
             s.push_str(&format!(", {} where a NaN differs", t.nan_mismatches));
         }
         if !self.complete {
-            s.push_str(&format!("; {} elements were not compared", t.elements - t.compared));
+            s.push_str(&format!("; {} elements were not compared", grouped(t.elements - t.compared)));
         }
         if let Some(r) = self.float16_rules.iter().find(|r| r.matching == t.compared && t.compared > 0) {
             s.push_str(&format!("; its float16 bits follow rule {} (--float16 {})", r.rule, r.rule));
