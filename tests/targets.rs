@@ -303,12 +303,6 @@ impl FifoReader {
     }
 }
 
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    // SAFETY: `c` is a NUL-terminated path that outlives the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo: {}", std::io::Error::last_os_error());
-}
-
 #[test]
 fn a_fifo_is_written_in_order_and_stays_a_fifo() {
     for flag in Flag::BOTH {

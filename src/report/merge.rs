@@ -41,11 +41,10 @@ struct Merged<'a> {
     by_dtype: Option<BTreeMap<&'a str, &'a Summary>>,
 }
 
-/// One summary found in a report: its dtype and where it came from, for messages.
+/// One summary found in a report, with its dtype.
 struct Found {
     dtype: DType,
     summary: Summary,
-    what: String,
 }
 
 /// Which part of which job a report is (`--part`).
@@ -55,8 +54,8 @@ struct PartOf {
     count: u64,
 }
 
-/// The merged summaries by dtype, each with the first report (and member) that held its dtype.
-type ByDType = BTreeMap<DType, (Summary, String)>;
+/// The merged summaries by dtype.
+type ByDType = BTreeMap<DType, Summary>;
 
 /// The parts seen of each job (`--part`): its part count, and the report of each part index.
 type Parts = BTreeMap<String, (u64, BTreeMap<u64, String>)>;
@@ -123,8 +122,7 @@ fn record_part(parts: &mut Parts, label: &str, p: &PartOf) -> Result<()> {
 
 /// Merges summary `f` of report `label` into the summary of its dtype.
 fn merge_found(merged: &mut ByDType, label: &str, f: Found) -> Result<()> {
-    let where_ = format!("{label}{}", f.what);
-    let (acc, _) = merged.entry(f.dtype).or_insert_with(|| (Summary::empty(f.dtype.is_float()), where_));
+    let acc = merged.entry(f.dtype).or_insert_with(|| Summary::empty(f.dtype.is_float()));
     acc.merge(&f.summary, f.dtype.is_float()).with_context(|| format!("report {label}"))
 }
 
@@ -162,14 +160,14 @@ fn print_merged(op: &str, reports: usize, by_dtype: bool, merged: &ByDType, out:
         by_dtype: None,
     };
     let result = if by_dtype {
-        let by = merged.iter().map(|(d, (s, _))| (d.name(), s)).collect();
+        let by = merged.iter().map(|(d, s)| (d.name(), s)).collect();
         Merged { by_dtype: Some(by), ..empty }
     } else {
         if merged.is_empty() {
             bail!("the reports hold no statistics (a container report without members); add --by-dtype for an empty result");
         }
         let mut kinds: BTreeMap<&str, Summary> = BTreeMap::new();
-        for (d, (s, _)) in merged {
+        for (d, s) in merged {
             let kind = if d.is_float() { "float" } else { "int" };
             kinds.entry(kind).or_insert_with(|| Summary::empty(d.is_float())).merge(s, d.is_float())?;
         }
@@ -224,7 +222,7 @@ fn summaries(report: &Value) -> Result<(String, Vec<Found>, Option<PartOf>)> {
             let dtype = DType::from_name(dtype).ok_or_else(|| anyhow!("member {name:?}: unknown dtype {dtype:?}"))?;
             let stats = stats_of(m).with_context(|| format!("member {name:?}"))?;
             let summary = summary_from_json(stats, dtype).with_context(|| format!("member {name:?}: stats"))?;
-            found.push(Found { dtype, summary, what: format!(" (member {name:?})") });
+            found.push(Found { dtype, summary });
         }
     } else {
         let dtype = report
@@ -234,7 +232,7 @@ fn summaries(report: &Value) -> Result<(String, Vec<Found>, Option<PartOf>)> {
             .ok_or_else(|| anyhow!("no output dtype"))?;
         let dtype = DType::from_name(dtype).ok_or_else(|| anyhow!("unknown dtype {dtype:?}"))?;
         let summary = summary_from_json(stats_of(report)?, dtype).context("stats")?;
-        found.push(Found { dtype, summary, what: String::new() });
+        found.push(Found { dtype, summary });
     }
     let part = match report.get("part") {
         None | Some(Value::Null) => None,

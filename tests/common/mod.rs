@@ -915,3 +915,11 @@ pub fn u64s(v: &Value) -> Vec<u64> {
         .map(|x| x.as_u64().unwrap_or_else(|| panic!("not a count: {x}")))
         .collect()
 }
+
+/// Makes a FIFO at `path` (a private special file, never the system's devices).
+#[cfg(unix)]
+pub fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path without NUL");
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo: {}", std::io::Error::last_os_error());
+}

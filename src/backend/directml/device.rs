@@ -57,6 +57,8 @@ pub(crate) struct Device {
     pub(super) d3d12: PathBuf,
     /// The longest one wait for the GPU may take.
     pub(super) timeout: std::time::Duration,
+    /// `TENSOROP_DIRECTML_DEBUG=1`: what is on.
+    debug: Option<super::DebugReport>,
     pub(super) adapter: String,
     pub(super) level: FeatureLevel,
     pub(super) max_level: FeatureLevel,
@@ -288,11 +290,16 @@ impl Device {
         };
         let max_level = max_level(&dml)?;
         let info = settings.debug.then(|| super::debug::info_queue(&d3d)).transpose()?;
+        let debug = settings.debug.then(|| super::DebugReport {
+            d3d12_debug_layer: true,
+            directml_debug_device: lib.flags == DML_CREATE_DEVICE_FLAG_DEBUG,
+        });
         let queue = Queue::new(&d3d, &dml, info)?;
         Ok(Device {
             lib,
             d3d12: d3d12_path,
             timeout: settings.timeout,
+            debug,
             adapter: adapter.name,
             level,
             max_level,
@@ -313,10 +320,7 @@ impl Device {
             max_feature_level: self.max_level.to_string(),
             float16_rule: super::release_rule(&self.lib.version).name(),
             execution_flags: vec![],
-            debug: self.queue.lock().is_ok_and(|q| q.debugs()).then(|| super::DebugReport {
-                d3d12_debug_layer: true,
-                directml_debug_device: self.lib.flags == DML_CREATE_DEVICE_FLAG_DEBUG,
-            }),
+            debug: self.debug.clone(),
         }
     }
 }

@@ -75,11 +75,6 @@ impl Queue {
         self.reset()
     }
 
-    /// Whether the debug layer's messages are checked (`TENSOROP_DIRECTML_DEBUG=1`).
-    pub(super) fn debugs(&self) -> bool {
-        self.info.is_some()
-    }
-
     /// Closes the list and submits it, with a fence signal after it.
     fn submit(&mut self) -> Result<()> {
         // SAFETY: the list was recorded by this thread (under the mutex); the fence and event
