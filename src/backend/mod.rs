@@ -238,6 +238,11 @@ pub struct BusyTimes {
     pub upload: Duration,
     /// GPU only: device-to-host copies.
     pub download: Duration,
+    /// directml only: the device's own time on the run's command lists (copies and dispatches),
+    /// by timestamp queries.
+    pub device: Duration,
+    /// directml only: the device's time in DirectML's dispatches of the operator.
+    pub dispatch: Duration,
 }
 
 impl BusyTimes {
@@ -249,6 +254,8 @@ impl BusyTimes {
         self.write += o.write;
         self.upload += o.upload;
         self.download += o.download;
+        self.device += o.device;
+        self.dispatch += o.dispatch;
     }
 }
 

@@ -72,6 +72,7 @@ impl Trace {
         let checks = self.validation.as_ref().map(|v| v.checks.clone()).unwrap_or_default();
         let committed = self.execute.is_some();
         let gpu = cfg.backend.kind().on_gpu();
+        let directml = cfg.backend.kind() == crate::backend::BackendKind::Directml && committed;
         let busy = self.busy.unwrap_or_default();
         let dml = if status == RunStatus::Ok { self.dml(cfg) } else { None };
         let summary = if status == RunStatus::Ok { self.summary.clone() } else { None };
@@ -140,6 +141,8 @@ impl Trace {
                 upload: (gpu && committed).then(|| ms(busy.upload)),
                 download: (gpu && committed).then(|| ms(busy.download)),
                 summarise: (cfg.summarise && committed).then(|| ms(busy.summarise)),
+                device: directml.then(|| ms(busy.device)),
+                dispatch: directml.then(|| ms(busy.dispatch)),
             },
         }
     }

@@ -192,6 +192,12 @@ pub struct Timings {
     /// `--stats`: adding the result to the summary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summarise: Option<f64>,
+    /// directml only: the device's time on the run's command lists, and in DirectML's
+    /// dispatches of the operator (timestamp queries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<f64>,
 }
 
 /// Milliseconds with microsecond resolution.

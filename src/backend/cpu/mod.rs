@@ -9,11 +9,15 @@
 //! This module runs a job and cuts its output into chunks, and runs small or single-threaded
 //! work on the calling thread; [`worker`] computes a chunk, [`ordered`] runs the worker threads
 //! whose chunks the calling thread writes in order, [`in_place`] those that write their chunks
-//! into a file output themselves.
+//! into a file output themselves; [`reference`] is `--verify`'s reference, range by range.
 
 mod in_place;
 mod ordered;
+mod reference;
 mod worker;
+
+#[cfg_attr(not(windows), allow(unused_imports))]
+pub use reference::Reference;
 
 use crate::backend::{BusyTimes, Emit, Job, Ran};
 use crate::dtype::to_little_endian;

@@ -144,37 +144,45 @@ impl<'a, T: Arith + Summarise> Worker<'a, T> {
 impl<T: Arith> Worker<'_, T> {
     /// Computes output elements `[start, start + out.len())`.
     fn fill(&mut self, start: u64, out: &mut [T]) -> Result<()> {
+        let sem = self.sem;
+        self.fill_with(start, out.len(), &mut |at, n, a, b| sem.apply(&mut out[at..at + n], a, b))
+    }
+
+    /// Reads the operands of output elements `[start, start + n)` run by run (or, for short
+    /// runs, gathered for all of them) and hands each run to `apply` with its offset from
+    /// `start`: the one pass over the inputs that [`fill`](Self::fill) and the reference's
+    /// several rules (`reference.rs`) share.
+    pub(super) fn fill_with<F: Apply<T>>(&mut self, start: u64, n: usize, apply: &mut F) -> Result<()> {
         let it = self.iter;
         let last = it.dims.len() - 1;
         let inner = it.dims[last];
         let gatherable = |i: usize| it.is_identity(i) || matches!(self.readers[i].src, InputView::Resident(_));
-        if inner < SHORT_RUN && out.len() as u64 > inner && gatherable(0) && gatherable(1) {
-            return self.fill_gathered(start, out);
+        if inner < SHORT_RUN && n as u64 > inner && gatherable(0) && gatherable(1) {
+            return self.fill_gathered(start, n, apply);
         }
         let (sa, sb) = (it.strides[0][last], it.strides[1][last]);
         let mut idx = it.unravel(start);
         let mut pos = 0;
-        while pos < out.len() {
-            let n = ((inner - idx[last]) as usize).min(out.len() - pos);
+        while pos < n {
+            let run = ((inner - idx[last]) as usize).min(n - pos);
             let (oa, ob) = (it.offset(0, &idx), it.offset(1, &idx));
             let [ra, rb] = &mut self.readers;
-            let a = ra.operand(oa, sa, n)?;
-            let b = rb.operand(ob, sb, n)?;
+            let a = ra.operand(oa, sa, run)?;
+            let b = rb.operand(ob, sb, run)?;
             let t = Instant::now();
-            self.sem.apply(&mut out[pos..pos + n], a, b);
+            apply(pos, run, a, b);
             self.compute_time += t.elapsed();
-            pos += n;
-            advance(&mut idx, &it.dims, n as u64);
+            pos += run;
+            advance(&mut idx, &it.dims, run as u64);
         }
         Ok(())
     }
 
-    /// [`fill`](Self::fill) for short innermost runs: each broadcast (resident) input is gathered
-    /// into a chunk-long buffer, inputs read in output order are used as they are, and the
-    /// kernel runs once.
-    fn fill_gathered(&mut self, start: u64, out: &mut [T]) -> Result<()> {
+    /// [`fill_with`](Self::fill_with) for short innermost runs: each broadcast (resident) input
+    /// is gathered into a chunk-long buffer, inputs read in output order are used as they are,
+    /// and `apply` runs once.
+    fn fill_gathered<F: Apply<T>>(&mut self, start: u64, n: usize, apply: &mut F) -> Result<()> {
         let it = self.iter;
-        let n = out.len();
         let last = it.dims.len() - 1;
         for (i, r) in self.readers.iter_mut().enumerate() {
             let InputView::Resident(data) = r.src else { continue };
@@ -195,11 +203,16 @@ impl<T: Arith> Worker<'_, T> {
         let a = ra.chunk_operand(it.is_identity(0), start, n)?;
         let b = rb.chunk_operand(it.is_identity(1), start, n)?;
         let t = Instant::now();
-        self.sem.apply(out, a, b);
+        apply(0, n, a, b);
         self.compute_time += t.elapsed();
         Ok(())
     }
 }
+
+/// What a run of operands is handed to: its offset from the first element filled, its length,
+/// and the operands.
+pub(super) trait Apply<T>: FnMut(usize, usize, Operand<'_, T>, Operand<'_, T>) {}
+impl<T, F: FnMut(usize, usize, Operand<'_, T>, Operand<'_, T>)> Apply<T> for F {}
 
 /// Advances the multi-index `idx` by `n` positions along the innermost dimension, carrying into
 /// outer dimensions (`n` never crosses more than the end of the current run).

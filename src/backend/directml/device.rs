@@ -264,6 +264,7 @@ impl Device {
         if settings.debug {
             super::debug::enable_layer(d3d12)?;
         }
+        super::dred::enable(d3d12);
         let lib = Library::load(settings)?;
         let adapter = pick(adapters()?, settings.adapter)?;
         let d3d = d3d_device(d3d12, &adapter)?;

@@ -19,9 +19,17 @@ mod debug;
 #[cfg(windows)]
 mod device;
 #[cfg(windows)]
+mod dred;
+#[cfg(windows)]
 mod operator;
 #[cfg(windows)]
 mod queue;
+#[cfg(windows)]
+mod resource;
+#[cfg(windows)]
+mod stamps;
+#[cfg(windows)]
+mod stream;
 pub mod verify;
 pub mod wait;
 

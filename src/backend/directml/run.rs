@@ -1,12 +1,16 @@
-//! Windows: a job on DirectML, chunk by chunk: each chunk's input windows read (little-endian,
-//! storage order), dispatched, summarised (`--stats`), compared with the CPU's reference
-//! (`--verify`) and handed on in order.
+//! Windows: a job on DirectML, chunk by chunk, several in flight (`stream.rs`): each chunk's
+//! input windows read (little-endian, storage order) straight into the device's upload buffer,
+//! dispatched, and its output, straight from the read-back buffer, compared with the CPU's
+//! reference (`--verify`), summarised (`--stats`) and handed on in order.
 
 use super::chunks::{chunks, Chunk};
 use super::device::Device;
-use super::operator::{dispatch, Buffers, Shapes};
-use super::verify::Verified;
+use super::operator::Shapes;
+use super::queue::SLOTS;
+use super::stream::{Finished, Stream};
+use super::verify::{semantics, Verified};
 use super::Settings;
+use crate::backend::cpu::Reference;
 use crate::backend::{Job, Ran};
 use crate::shape::view_strides;
 use crate::spec::dml::descriptors;
@@ -35,58 +39,93 @@ fn layout(job: &Job, settings: &Settings) -> Result<(Vec<u64>, Shapes)> {
     Ok((d.tensors.output.sizes, shapes))
 }
 
-/// Reads chunk `c`'s input windows into `host`.
-fn read_windows<'h>(job: &Job, c: &Chunk, host: &'h mut [Vec<u8>; 2]) -> Result<[&'h [u8]; 2]> {
-    let es = job.dtype.size();
-    for (i, h) in host.iter_mut().enumerate() {
-        let n = usize::try_from(c.span[i]).ok().and_then(|s| s.checked_mul(es)).ok_or_else(|| {
-            anyhow!("input {}: a window of {} elements does not fit in memory", job.inputs[i].label, c.span[i])
-        })?;
-        h.resize(n, 0);
-        job.inputs[i].read_le(c.base[i], h)?;
+/// Reads chunk `c`'s input windows (little-endian, storage order) into `windows`.
+fn read_windows(job: &Job, c: &Chunk, windows: [&mut [u8]; 2]) -> Result<()> {
+    for (i, w) in windows.into_iter().enumerate() {
+        job.inputs[i].read_le(c.base[i], w)?;
     }
-    let [a, b] = host;
-    Ok([a, b])
+    Ok(())
 }
 
+/// Where finished chunks go, in order: `--verify`'s comparison, `--stats` and the output.
+struct Sink<'j, 'e> {
+    job: &'j Job<'j>,
+    reference: Option<Reference<'j>>,
+    wants: Vec<Vec<u8>>,
+    emit: &'e mut dyn FnMut(u64, &[u8]) -> Result<()>,
+    ran: Ran,
+}
+
+impl Sink<'_, '_> {
+    /// Hands on the finished chunk `f`, whose output is `out`.
+    fn take(&mut self, f: &Finished, out: &[u8]) -> Result<()> {
+        let (c, busy) = (&f.chunk, &mut self.ran.busy);
+        busy.device += f.gpu.list;
+        busy.dispatch += f.gpu.dispatch;
+        if let (Some(v), Some(r)) = (&mut self.ran.verified, &mut self.reference) {
+            r.compute(c.start..c.start + c.count, &mut self.wants)?;
+            v.check(self.job, c.start, out, &self.wants);
+        }
+        if let Some(s) = &mut self.ran.summary {
+            let t = Instant::now();
+            s.add_le_bytes(self.job.dtype, out);
+            busy.summarise += t.elapsed();
+        }
+        let t = Instant::now();
+        (self.emit)(c.start, out)?;
+        busy.write += t.elapsed();
+        Ok(())
+    }
+}
+
+/// Runs `job` on DirectML, [`SLOTS`] chunks in flight: each slot's finished chunk is handed
+/// on just before the slot takes the next one, so the device works while the host reads and
+/// writes.
 pub(super) fn run(
     dev: &Device,
     settings: &Settings,
     job: &Job,
     emit: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<Ran> {
-    let mut ran = Ran { threads_used: 1, ..Ran::default() };
-    let mut summary = job.summarise.then(|| Accumulator::new(job.dtype));
-    let mut verified = settings.verify.then(|| Verified::new(job));
+    let ran = Ran {
+        threads_used: 1,
+        summary: job.summarise.then(|| Accumulator::new(job.dtype)),
+        verified: settings.verify.then(|| Verified::new(job)),
+        ..Ran::default()
+    };
     if job.range.is_empty() {
-        ran.summary = summary;
-        ran.verified = verified;
         return Ok(ran);
     }
     let (sizes, shapes) = layout(job, settings)?;
     let limit = (settings.chunk_bytes / job.dtype.size() as u64).max(1);
-    let mut bufs = Buffers::default();
-    let (mut host, mut out, mut want) = ([Vec::new(), Vec::new()], Vec::new(), Vec::new());
-    for c in chunks(&sizes, &shapes.strides, job.range.clone(), limit) {
+    let all = chunks(&sizes, &shapes.strides, job.range.clone(), limit);
+    let sems = semantics(job);
+    let reference = settings.verify.then(|| Reference::new(job, sems.clone())).transpose()?;
+    let mut sink = Sink { job, reference, wants: vec![Vec::new(); sems.len()], emit, ran };
+    let mut stream = Stream::new(dev, &shapes, &all)?;
+    let count = all.len();
+    for (i, c) in all.into_iter().enumerate() {
+        let slot = i % SLOTS;
+        hand_on(&mut stream, slot, &mut sink)?;
         let t = Instant::now();
-        let windows = read_windows(job, &c, &mut host)?;
-        ran.busy.read += t.elapsed();
-        let t = Instant::now();
-        dispatch(dev, &mut bufs, &shapes, &c, windows, &mut out)?;
-        ran.busy.compute += t.elapsed();
-        if let Some(v) = &mut verified {
-            v.check(job, c.start..c.start + c.count, &out, &mut want)?;
-        }
-        if let Some(s) = &mut summary {
-            let t = Instant::now();
-            s.add_le_bytes(job.dtype, &out);
-            ran.busy.summarise += t.elapsed();
-        }
-        let t = Instant::now();
-        emit(c.start, &out)?;
-        ran.busy.write += t.elapsed();
+        read_windows(job, &c, stream.windows(slot, &c)?)?;
+        sink.ran.busy.read += t.elapsed();
+        stream.submit(slot, c)?;
     }
-    ran.summary = summary;
-    ran.verified = verified;
-    Ok(ran)
+    for k in 0..SLOTS {
+        hand_on(&mut stream, (count + k) % SLOTS, &mut sink)?;
+    }
+    Ok(sink.ran)
+}
+
+/// Waits for slot `slot`'s chunk in flight, if any (the wait counted as `compute`), and hands
+/// it on.
+fn hand_on(stream: &mut Stream<'_>, slot: usize, sink: &mut Sink<'_, '_>) -> Result<()> {
+    let t = Instant::now();
+    let finished = stream.finish(slot)?;
+    sink.ran.busy.compute += t.elapsed();
+    match finished {
+        Some(f) => sink.take(&f, stream.output(slot, &f.chunk)),
+        None => Ok(()),
+    }
 }

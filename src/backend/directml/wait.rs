@@ -67,6 +67,67 @@ fn seconds(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }
 
+/// One command list's DRED breadcrumbs (Windows, where the system has DRED): the operations it
+/// recorded, as `D3D12_AUTO_BREADCRUMB_OP` values, and how many of them the device completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Breadcrumbs {
+    pub done: u32,
+    pub ops: Vec<u32>,
+}
+
+impl Breadcrumbs {
+    /// `a command list stopped after 4 of 9 operations (the last done: ResourceBarrier; the next:
+    /// Dispatch)`.
+    pub fn describe(&self) -> String {
+        let at = |i: u32| self.ops.get(i as usize).map_or_else(|| "none".to_string(), |&op| op_name(op));
+        let last = if self.done == 0 { "none".to_string() } else { at(self.done - 1) };
+        format!(
+            "a command list stopped after {} of {} operations (the last done: {last}; the next: {})",
+            self.done,
+            self.ops.len(),
+            at(self.done)
+        )
+    }
+
+    /// What DRED says of the lists that did not finish, for an error message; empty when
+    /// there are none.
+    pub fn summary(lists: &[Breadcrumbs]) -> String {
+        if lists.is_empty() {
+            return String::new();
+        }
+        let all: Vec<String> = lists.iter().map(Breadcrumbs::describe).collect();
+        format!("; DRED breadcrumbs: {}", all.join("; "))
+    }
+}
+
+/// The name of a `D3D12_AUTO_BREADCRUMB_OP` (those a compute queue records; others by number).
+fn op_name(op: u32) -> String {
+    const NAMES: [&str; 21] = [
+        "SetMarker",
+        "BeginEvent",
+        "EndEvent",
+        "DrawInstanced",
+        "DrawIndexedInstanced",
+        "ExecuteIndirect",
+        "Dispatch",
+        "CopyBufferRegion",
+        "CopyTextureRegion",
+        "CopyResource",
+        "CopyTiles",
+        "ResolveSubresource",
+        "ClearRenderTargetView",
+        "ClearUnorderedAccessView",
+        "ClearDepthStencilView",
+        "ResourceBarrier",
+        "ExecuteBundle",
+        "Present",
+        "ResolveQueryData",
+        "BeginSubmission",
+        "EndSubmission",
+    ];
+    NAMES.get(op as usize).map_or_else(|| format!("operation {op}"), |n| n.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +204,18 @@ mod tests {
         }
         let text = format!("{:#}", finish(&mut Broken, DEFAULT_TIMEOUT, WHAT).expect_err("failed"));
         assert!(text.contains("waiting for the device failed: the handle is invalid"), "{text}");
+    }
+
+    #[test]
+    fn breadcrumbs_say_how_far_each_unfinished_list_got() {
+        let b = Breadcrumbs { done: 4, ops: vec![15, 7, 15, 15, 6, 15, 7, 18, 99] };
+        assert_eq!(
+            b.describe(),
+            "a command list stopped after 4 of 9 operations (the last done: ResourceBarrier; the next: Dispatch)"
+        );
+        let none = Breadcrumbs { done: 0, ops: vec![99] };
+        assert!(none.describe().contains("the last done: none; the next: operation 99"), "{}", none.describe());
+        assert_eq!(Breadcrumbs::summary(&[]), "");
+        assert!(Breadcrumbs::summary(&[b, none]).starts_with("; DRED breadcrumbs: a command list stopped after 4"));
     }
 }
