@@ -414,6 +414,35 @@ fn parts_and_stats_run_on_directml_as_on_the_cpu() {
     assert_eq!(out.ok().stdout_json()["stats"], cpu["stats"], "--stats of DirectML's bytes equal the CPU's");
 }
 
+/// A float16 job of many chunks, more than are ever in flight, with `--stats` and `--verify`:
+/// the output and the summary are the CPU's, every rule's count is over the whole output, and
+/// the report gives the device's own time beside the wall time.
+#[cfg(windows)]
+#[test]
+fn many_chunks_in_flight_stream_in_order_with_the_devices_time() {
+    if directml().is_none() {
+        return;
+    }
+    let dir = Dir::new();
+    let n = 1 << 14;
+    // Every bit pattern's neighbourhood: finite values of every binade, infinities and NaNs.
+    let a: Vec<u8> = (0..n).flat_map(|i: u32| ((i.wrapping_mul(2_654_435_761) >> 16) as u16).to_le_bytes()).collect();
+    let b: Vec<u8> = (0..n).flat_map(|i: u32| ((i.wrapping_mul(40_503) as u16) ^ 0x1234).to_le_bytes()).collect();
+    dir.write("a.npy", &raw("<f2", &[n as usize], &a));
+    dir.write("b.npy", &raw("<f2", &[n as usize], &b));
+    let env = [("TENSOROP_DIRECTML_CHUNK_BYTES", "2048")];
+    let report = agree(&dir, &["sqdiff", "a.npy", "b.npy", "--stats"], &env);
+    let cpu = dir.run(&["sqdiff", "a.npy", "b.npy", "-o", "c.npy", "--stats", "--float16", RULE, "--report", "-"]);
+    assert_eq!(report["stats"], cpu.ok().stdout_json()["stats"], "--stats of DirectML's bytes equal the CPU's");
+    let rules = report["verify"]["float16_rules"].as_array().expect("rule counts").clone();
+    assert!(rules.iter().any(|r| r["matching"] == n), "{rules:?}");
+    assert!(rules.iter().all(|r| r["matching"].as_u64().is_some_and(|m| m <= u64::from(n))), "{rules:?}");
+    let t = &report["timings_ms"];
+    let (device, dispatch) = (t["device"].as_f64().expect("device"), t["dispatch"].as_f64().expect("dispatch"));
+    assert!(device > 0.0 && dispatch > 0.0 && dispatch <= device, "{t}");
+    assert!(device <= t["execute"].as_f64().expect("execute") * 1.5, "{t}");
+}
+
 /// A run whose standard output closes before DirectML's result is all written: its verdict
 /// covers what was compared, is never "identical", and the run exits 4 (not verified).
 #[cfg(windows)]
