@@ -4,9 +4,10 @@
 //! Every finite float is `m * 2^e` with an integer `m` below 2^53; `m` is added, with its sign,
 //! to an `i128` bucket for its exponent (room for 2^74 additions). Buckets add exactly, in any
 //! order, and the total is rounded to float64 once ([`exact`](super::exact)). This module holds
-//! the general path: float16 (and float32 blocks holding NaN or infinities) through packed
-//! scratch buckets, float64 one element at a time. float32 has its own faster path
-//! ([`float32`](super::float32)), which lands in the same buckets.
+//! the general path: float16 below the AVX-512 tier (and float32 blocks holding NaN or
+//! infinities) through packed scratch buckets, float64 one element at a time. float16 on the
+//! AVX-512 tier ([`float16`](super::float16)), float32 and bfloat16 ([`float32`](super::float32))
+//! have their own faster paths, which land in the same buckets.
 
 use super::exact::ExactSum;
 use super::{Accumulator, Number, Summarise, Summary};
@@ -196,7 +197,7 @@ macro_rules! summarise_floats {
         }
     )*};
 }
-summarise_floats!(f16, bf16, f64);
+summarise_floats!(f64);
 
 /// Independent copies of the scratch buckets: consecutive elements usually share an exponent,
 /// and one copy would make each addition wait for the previous one to the same bucket.
@@ -209,7 +210,7 @@ const COUNT_BITS: u32 = 20;
 /// The float path: float16 and float32 in blocks through packed scratch buckets
 /// ([`add_packed_block`]), float64 one element at a time straight into the `i128` buckets
 /// ([`add_wide`]).
-fn add_floats<T: FloatBits>(acc: &mut FloatSum, values: &[T]) {
+pub(super) fn add_floats<T: FloatBits>(acc: &mut FloatSum, values: &[T]) {
     acc.count += values.len() as u64;
     if T::MANT <= PACKED_MANT {
         values.chunks(1 << 16).for_each(|block| add_packed_block(acc, block));
