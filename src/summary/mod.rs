@@ -20,6 +20,8 @@ mod int;
 mod merge;
 #[cfg(target_arch = "x86_64")]
 mod positions;
+#[cfg(test)]
+mod props;
 mod wide;
 
 use crate::dtype::DType;
