@@ -6,7 +6,8 @@
 //! backend or on the CPU tier (`crate::arch`): partial summaries ([`Accumulator`]) merge exactly,
 //! in any order. Integers sum into 192 bits (`int`, `wide`); floats sum exactly into integer
 //! buckets per exponent (`float`): float16 as one fixed-point integer (`float16`), float32 and
-//! bfloat16 through windows of binades summed in float64 lanes (`float32`), and the total is
+//! bfloat16 through windows of binades summed in float64 lanes (`float32`), float64 in levels
+//! split off at fixed powers of two (`float64`), and the total is
 //! rounded to float64 once, at the end (`exact`). Min and max order -0.0 before +0.0, so they
 //! too are the same whatever the order of the chunks. Each dtype's kernels come in tiers; the
 //! AVX-512 ones count their histograms by bit position (`positions`). How a summary is printed
@@ -16,6 +17,7 @@ mod exact;
 mod float;
 mod float16;
 mod float32;
+mod float64;
 mod int;
 mod merge;
 #[cfg(target_arch = "x86_64")]

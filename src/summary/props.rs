@@ -10,7 +10,7 @@
 
 use super::float::{add_floats, FloatSum};
 use super::int::{Int, IntSum};
-use super::{float16, float32, Summary};
+use super::{float16, float32, float64, Summary};
 use crate::arch::Supported;
 use half::{bf16, f16};
 use proptest::prelude::*;
@@ -182,6 +182,12 @@ proptest! {
             acc.count += v.len() as u64;
             float32::add(t, acc, v)
         });
+    }
+
+    #[test]
+    fn float64_tiers_agree(r in recipe(3 * 8192 + 700)) {
+        let (v, at) = r.values(|k, x| f64::from_bits(float_bits(k, x, 11, 52)));
+        floats_agree(&r, &v[at..], float64::add);
     }
 
     #[test]

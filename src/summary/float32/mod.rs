@@ -27,7 +27,7 @@ mod avx2;
 mod avx512;
 mod portable;
 
-use super::float::{add_packed_block, binade, bucket, float_sum, split, FloatSum};
+use super::float::{add_exact, add_packed_block, binade, bucket, float_sum, split, FloatSum};
 use super::{Accumulator, Summarise};
 use crate::arch::{Supported, Tier};
 use half::bf16;
@@ -382,14 +382,6 @@ fn add_below(acc: &mut FloatSum, block: &[f32], floor: u32, mut bins: Option<&mu
         }
     }
     one(groups.remainder());
-}
-
-/// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
-#[inline(always)]
-fn add_exact(acc: &mut FloatSum, x: f64) {
-    if let Some((e, m)) = split::<f64>(acc, x.to_bits()) {
-        acc.buckets[bucket::<f64>(e)] += i128::from(m);
-    }
 }
 
 #[cfg(test)]
