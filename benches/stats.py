@@ -21,8 +21,10 @@ before and after.
 Per dtype, build and thread count the table prints the medians of the plain run and of the
 `--stats` run, their ratio (goal: at most 1.15x at 2 threads), the median of the per-round
 ratios (steadier on a shared machine), and the summary's own cost per element: the report's
-`timings_ms.summarise` (summed over the threads, so per element per core; goal: at most 0.3 ns)
-and the user CPU time the summary added (median over the rounds of the difference, per element).
+`timings_ms.summarise` (summed over the threads, so per element per core; goal: at most 0.3 ns;
+container reports have none) and the user CPU time `--stats` added (median over the rounds of
+the difference, per element). Over two containers (bfloat16), `--stats` also compares the
+members for the report's `identical`, which the user time includes.
 --csv writes the table as CSV with a header row, the raw figures of a recorded run
 (benches/runs/).
 """
@@ -150,13 +152,14 @@ def main():
                 plain, stats = results[(tool, t, False)], results[(tool, t, True)]
                 mp, ms = (statistics.median(w for w, _, _ in rs) for rs in (plain, stats))
                 per_round = statistics.median(s[0] / p[0] for p, s in zip(plain, stats))
+                # Container reports (bfloat16) have no `summarise` timing: the user time stands for it.
                 summ = [s[2] for s in stats if s[2] is not None]
-                summ_ns = statistics.median(summ) * 1e6 / n if summ else float("nan")
+                summ_ns = f"{statistics.median(summ) * 1e6 / n:.3f}" if summ else ""
                 user_ns = statistics.median(s[1] - p[1] for p, s in zip(plain, stats)) * 1e9 / n
                 print(f"{dtype:<9} {tool:<9} {t:>3} {mp:>8.3f} {ms:>8.3f} {ms / mp:>5.2f}x {per_round:>5.2f}x "
-                      f"{summ_ns:>15.2f} {user_ns:>10.2f}")
+                      f"{summ_ns[:-1] or '-':>15} {user_ns:>10.2f}")
                 table.append((dtype, tool, t, f"{mp:.4f}", f"{ms:.4f}", f"{ms / mp:.3f}", f"{per_round:.3f}",
-                              f"{summ_ns:.3f}", f"{user_ns:.3f}"))
+                              summ_ns, f"{user_ns:.3f}"))
     if csv_path:
         with open(csv_path, "w", newline="") as f:
             w = csv.writer(f)

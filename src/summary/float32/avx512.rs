@@ -3,12 +3,46 @@
 //! rests on one fact, that an [`Avx512`] exists only where the CPU has AVX2 and AVX-512F.
 
 use super::avx2::Avx2;
-use super::{order_key, windows_from, Counted, Counts, Passes, ABS, COUNTED, WINDOW};
+use super::{order_key, windows_from, Counted, Counts, Passes, Wide, ABS, COUNTED, WINDOW};
 use crate::summary::positions::{Positions, GROUP};
+use half::bf16;
 use std::arch::x86_64::*;
 
 /// Values per group of [`Positions::add16`].
 const PER_GROUP: usize = GROUP * 16;
+
+/// The values [`Passes::counted`] loads.
+pub(crate) trait Load: Sized {
+    /// 16 values at `p`: their float32 bits, and as float64 (the first 8, the last 8).
+    ///
+    /// # Safety
+    /// `p` must be readable for 16 values, and the CPU must have the AVX-512 tier.
+    unsafe fn load16(p: *const Self) -> (__m512i, __m512d, __m512d);
+}
+
+impl Load for f32 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
+    unsafe fn load16(p: *const f32) -> (__m512i, __m512d, __m512d) {
+        // SAFETY: the caller's.
+        unsafe {
+            let x = _mm512_loadu_si512(p.cast());
+            (x, _mm512_cvtps_pd(_mm256_loadu_ps(p)), _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8))))
+        }
+    }
+}
+
+impl Load for bf16 {
+    /// Widened in the registers: 16 bits up.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
+    unsafe fn load16(p: *const bf16) -> (__m512i, __m512d, __m512d) {
+        // SAFETY: the caller's.
+        let x = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(unsafe { _mm256_loadu_si256(p.cast()) }));
+        let f = _mm512_castsi512_ps(x);
+        (x, _mm512_cvtps_pd(_mm512_castps512_ps256(f)), _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(f)))
+    }
+}
 
 /// Proof that the CPU has AVX2 and AVX-512F: the AVX2 passes and [`Passes::counted`].
 pub(super) struct Avx512(Avx2);
@@ -35,7 +69,7 @@ impl Passes for Avx512 {
         self.0.census_and_sums(block, b, counts)
     }
 
-    fn counted(&self, block: &[f32], lo: u32) -> Option<Counted> {
+    fn counted<T: Wide>(&self, block: &[T], lo: u32) -> Option<Counted> {
         // SAFETY: `Avx512` exists only where the CPU has the AVX-512 tier.
         Some(unsafe { counted(block, lo) })
     }
@@ -49,7 +83,7 @@ impl Passes for Avx512 {
 /// negative count, taken as unsigned, or by 32 or more gives 0). Whole groups of 256 values by
 /// vectors, the rest one by one.
 #[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
-fn counted(block: &[f32], lo: u32) -> Counted {
+fn counted<T: Wide>(block: &[T], lo: u32) -> Counted {
     let b = windows_from(lo);
     let base = lo.saturating_sub(WINDOW).max(1);
     let (magnitude, exponent) = (_mm512_set1_epi32(ABS as i32), _mm512_set1_epi32(0x7f80_0000));
@@ -68,10 +102,7 @@ fn counted(block: &[f32], lo: u32) -> Counted {
         let mut vector = || {
             // SAFETY: 16 calls per group, each reading the next 16 of its 256 values; the
             // pointer moves on at most to the group's end.
-            let (x, lower, upper) = unsafe {
-                let x = _mm512_loadu_si512(p.cast());
-                (x, _mm512_cvtps_pd(_mm256_loadu_ps(p)), _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8))))
-            };
+            let (x, lower, upper) = unsafe { T::load16(p) };
             p = unsafe { p.add(16) };
             let a = _mm512_and_si512(x, magnitude);
             let key = _mm512_xor_si512(a, _mm512_srai_epi32::<31>(x));
@@ -101,7 +132,7 @@ fn counted(block: &[f32], lo: u32) -> Counted {
         zsub: _mm512_reduce_add_epi32(zsub) as u64,
     };
     for &x in rest {
-        let (key, a) = (order_key(x.to_bits()), x.to_bits() & ABS);
+        let (key, a) = (order_key(x.bits()), x.bits() & ABS);
         c.keys = (c.keys.0.min(key), c.keys.1.max(key));
         match a >> 23 {
             0 => c.zsub += 1,
@@ -110,10 +141,11 @@ fn counted(block: &[f32], lo: u32) -> Counted {
         }
         // Exact in any order: every partial sum is a multiple of the window's unit below 2^53 of
         // them (`WINDOW`).
+        let v = f64::from(f32::from_bits(x.bits()));
         if a >= b[1] {
-            c.sums.0 += f64::from(x);
+            c.sums.0 += v;
         } else if a >= b[2] {
-            c.sums.1 += f64::from(x);
+            c.sums.1 += v;
         }
     }
     c

@@ -88,7 +88,7 @@ trait Passes {
     /// The census and the sums of the windows guessed from `lo` in one pass that keeps its
     /// counts in vector registers instead of memory, for the [`COUNTED`] binades from
     /// `max(lo - WINDOW, 1)` only; `None` where the CPU has no such pass.
-    fn counted(&self, _block: &[f32], _lo: u32) -> Option<Counted> {
+    fn counted<T: Wide>(&self, _block: &[T], _lo: u32) -> Option<Counted> {
         None
     }
 }
@@ -110,30 +110,48 @@ pub(super) struct Counted {
     zsub: u64,
 }
 
-/// The elements the float32 summary takes: float32, and bfloat16 widened to it (exactly).
-pub(super) trait Wide: Copy {
-    /// Calls `f` on each block of [`BLOCK`] values (the last may be shorter) as float32.
-    fn blocks(values: &[Self], f: impl FnMut(&[f32]));
+/// The elements the float32 summary takes: float32, and bfloat16, which is float32 with the low
+/// 16 bits of the mantissa dropped.
+pub(super) trait Wide: Copy + Load {
+    /// The value's float32 bits.
+    fn bits(self) -> u32;
+    /// The block as float32: itself, or widened (exactly) into `scratch`.
+    fn widen<'a>(block: &'a [Self], scratch: &'a mut [f32; BLOCK]) -> &'a [f32];
 }
 
 impl Wide for f32 {
     #[inline(always)]
-    fn blocks(values: &[f32], f: impl FnMut(&[f32])) {
-        values.chunks(BLOCK).for_each(f);
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
+
+    #[inline(always)]
+    fn widen<'a>(block: &'a [f32], _scratch: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        block
     }
 }
 
 impl Wide for bf16 {
     #[inline(always)]
-    fn blocks(values: &[bf16], mut f: impl FnMut(&[f32])) {
-        let mut wide = [0f32; BLOCK];
-        for block in values.chunks(BLOCK) {
-            let wide = &mut wide[..block.len()];
-            wide.iter_mut().zip(block).for_each(|(w, x)| *w = f32::from_bits(u32::from(x.to_bits()) << 16));
-            f(wide);
-        }
+    fn bits(self) -> u32 {
+        u32::from(self.to_bits()) << 16
+    }
+
+    #[inline(always)]
+    fn widen<'a>(block: &'a [bf16], scratch: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        let wide = &mut scratch[..block.len()];
+        wide.iter_mut().zip(block).for_each(|(w, x)| *w = f32::from_bits(x.bits()));
+        wide
     }
 }
+
+/// What the AVX-512 pass loads ([`avx512::Load`]); nothing elsewhere.
+#[cfg(target_arch = "x86_64")]
+pub(super) use avx512::Load;
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) trait Load {}
+#[cfg(not(target_arch = "x86_64"))]
+impl<T> Load for T {}
 
 /// Adds `values` with `tier`'s passes.
 pub(super) fn add<T: Wide>(tier: Supported, acc: &mut FloatSum, values: &[T]) {
@@ -150,7 +168,8 @@ pub(super) fn add<T: Wide>(tier: Supported, acc: &mut FloatSum, values: &[T]) {
 
 /// [`add_block`] for any CPU.
 pub(super) fn add_portable<T: Wide>(acc: &mut FloatSum, values: &[T]) {
-    T::blocks(values, |block| add_block(acc, block, &portable::Portable));
+    let mut scratch = [0f32; BLOCK];
+    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &portable::Portable, &mut scratch));
 }
 
 /// [`add_block`] with the AVX2 passes.
@@ -162,7 +181,8 @@ pub(super) fn add_portable<T: Wide>(acc: &mut FloatSum, values: &[T]) {
 unsafe fn add_avx2<T: Wide>(acc: &mut FloatSum, values: &[T]) {
     // SAFETY: the caller checked.
     let passes = unsafe { avx2::Avx2::new() };
-    T::blocks(values, |block| add_block(acc, block, &passes));
+    let mut scratch = [0f32; BLOCK];
+    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes, &mut scratch));
 }
 
 /// [`add_block`] with the AVX2 passes and the AVX-512 [`Passes::counted`].
@@ -174,7 +194,8 @@ unsafe fn add_avx2<T: Wide>(acc: &mut FloatSum, values: &[T]) {
 unsafe fn add_avx512<T: Wide>(acc: &mut FloatSum, values: &[T]) {
     // SAFETY: the caller checked.
     let passes = unsafe { avx512::Avx512::new() };
-    T::blocks(values, |block| add_block(acc, block, &passes));
+    let mut scratch = [0f32; BLOCK];
+    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes, &mut scratch));
 }
 
 /// A float32's bits as an integer in the order of the values (-0.0 just below +0.0).
@@ -210,8 +231,10 @@ fn windows_from(lo: u32) -> [u32; 3] {
     [start((lo + WINDOW).min(255)), start(lo), start(lo.saturating_sub(WINDOW))]
 }
 
+/// Adds a block of at most [`BLOCK`] values; `scratch` holds it widened to float32 where the
+/// guessed windows' pass does not take it.
 #[inline(always)]
-fn add_block(acc: &mut FloatSum, block: &[f32], passes: &impl Passes) {
+fn add_block<T: Wide>(acc: &mut FloatSum, block: &[T], passes: &impl Passes, scratch: &mut [f32; BLOCK]) {
     // With a guess from the last block, its two windows are summed in the census's pass;
     // the histogram then tells whether they held every value. Where the CPU can, that pass
     // counts in registers, and a block it does not fit is taken again as below.
@@ -226,6 +249,7 @@ fn add_block(acc: &mut FloatSum, block: &[f32], passes: &impl Passes) {
             windows = 0;
         }
     }
+    let block = T::widen(block, scratch);
     let mut counts = [[0u32; 256]; COPIES];
     let ((min_key, max_key), guessed) = match windows {
         0 => (passes.census(block, &mut counts), None),
@@ -292,7 +316,7 @@ fn add_block(acc: &mut FloatSum, block: &[f32], passes: &impl Passes) {
 /// having added nothing, where they do not fit it: it holds NaN or an infinity, a value
 /// above them or more than [`STRAGGLERS`] below them.
 #[inline(always)]
-fn add_counted(acc: &mut FloatSum, block: &[f32], lo: u32, c: Counted) -> bool {
+fn add_counted<T: Wide>(acc: &mut FloatSum, block: &[T], lo: u32, c: Counted) -> bool {
     let magnitude = |key: i32| (if key < 0 { !key } else { key }) as u32;
     let largest = magnitude(c.keys.0).max(magnitude(c.keys.1));
     let floor = lo.saturating_sub(WINDOW);
@@ -327,12 +351,12 @@ fn add_counted(acc: &mut FloatSum, block: &[f32], lo: u32, c: Counted) -> bool {
 
 /// The zeros and negative zeros of a block that holds `zsub` values of biased exponent 0.
 #[inline(always)]
-fn zeros(block: &[f32], zsub: u64) -> (u64, u64) {
+fn zeros<T: Wide>(block: &[T], zsub: u64) -> (u64, u64) {
     match zsub {
         0 => (0, 0),
         _ => (
-            block.iter().filter(|x| x.to_bits() & ABS == 0).count() as u64,
-            block.iter().filter(|x| x.to_bits() == !ABS).count() as u64,
+            block.iter().filter(|x| x.bits() & ABS == 0).count() as u64,
+            block.iter().filter(|x| x.bits() == !ABS).count() as u64,
         ),
     }
 }
@@ -362,13 +386,13 @@ fn record_block(acc: &mut FloatSum, bins: &[u64; 256], (zero, negative_zero): (u
 /// one, exactly; with `bins`, also counts those that are not subnormal there. The scan tests groups of [`SUM_LANES`] without a branch per value, so the
 /// compiler vectorises it; only a group that holds such a value is looked at again.
 #[inline(always)]
-fn add_below(acc: &mut FloatSum, block: &[f32], floor: u32, mut bins: Option<&mut [u64; 256]>) {
+fn add_below<T: Wide>(acc: &mut FloatSum, block: &[T], floor: u32, mut bins: Option<&mut [u64; 256]>) {
     // 0 < a < floor, as one unsigned comparison: a = 0 wraps to the top.
-    let under = |x: &f32| (x.to_bits() & ABS).wrapping_sub(1) < floor.saturating_sub(1);
+    let under = |x: &T| (x.bits() & ABS).wrapping_sub(1) < floor.saturating_sub(1);
     let mut groups = block.chunks_exact(SUM_LANES);
-    let mut one = |group: &[f32]| {
+    let mut one = |group: &[T]| {
         for x in group.iter().filter(|x| under(x)) {
-            if let Some((e, m)) = split::<f32>(acc, u64::from(x.to_bits())) {
+            if let Some((e, m)) = split::<f32>(acc, u64::from(x.bits())) {
                 acc.buckets[bucket::<f32>(e)] += i128::from(m);
                 if let Some(bins) = bins.as_deref_mut().filter(|_| e != 0) {
                     bins[e] += 1;
