@@ -74,41 +74,93 @@ fn kernels(c: &mut Criterion) {
     }
 }
 
-/// `--stats` on float32 squared differences of two normal-ish signals: the summary's pass over
-/// each computed chunk, per element, on one thread.
-fn stats(c: &mut Criterion) {
+/// A sample value in each element type: floats rounded, integers wrapped (squares of
+/// differences below 2000 fit every type but the 8- and 16-bit ones, whose values wrap).
+trait Sample {
+    fn from_f64(x: f64) -> Self;
+    fn from_i64(x: i64) -> Self;
+}
+
+macro_rules! sample_ints {
+    ($($t:ty),*) => {$(
+        impl Sample for $t {
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+        }
+    )*};
+}
+sample_ints!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+macro_rules! sample_floats {
+    ($($t:ty => $from:expr),*) => {$(
+        impl Sample for $t {
+            fn from_f64(x: f64) -> Self {
+                $from(x)
+            }
+            fn from_i64(x: i64) -> Self {
+                $from(x as f64)
+            }
+        }
+    )*};
+}
+sample_floats!(f32 => |x: f64| x as f32, f64 => |x: f64| x, half::f16 => half::f16::from_f64, half::bf16 => half::bf16::from_f64);
+
+/// A xorshift generator's next word.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// Squared differences of two normal-ish signals (sums of four uniforms) in float64, and of
+/// integers in [-1000, 1000): what `sqdiff` of `benches/stats.py`'s inputs gives.
+fn sqdiff_values() -> (Vec<f64>, Vec<i64>) {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut normal = || {
-        // Sum of four uniforms: close enough to a normal for the spread of binades.
-        (0..4)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .sum::<f32>()
-    };
-    let values: Vec<f32> = (0..N).map(|_| (normal() - normal()).powi(2)).collect();
+    let mut normal = || (0..4).map(|_| (next(&mut state) >> 11) as f64 / (1u64 << 53) as f64 - 0.5).sum::<f64>();
+    let floats = (0..N).map(|_| (normal() - normal()).powi(2)).collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut int = || (next(&mut state) % 2000) as i64 - 1000;
+    let ints = (0..N).map(|_| (int() - int()).pow(2)).collect();
+    (floats, ints)
+}
+
+/// `--stats` on each dtype's squared differences: the summary's pass over each computed chunk,
+/// per element, on one thread: over 2^23 values not in the cache, and as the CPU backend runs it,
+/// one chunk (256 KiB) at a time, just computed, so in cache.
+fn stats(c: &mut Criterion) {
+    let (floats, ints) = sqdiff_values();
     let mut g = c.benchmark_group("stats");
     g.sample_size(10)
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(2));
-    g.throughput(Throughput::Elements(N as u64));
-    g.bench_function("float32/sqdiff", |bench| {
-        bench.iter(|| {
-            let mut acc = Accumulator::new(DType::F32);
-            acc.add(&values);
-            acc.finish()
-        })
-    });
-    // As the CPU backend runs it: one chunk (256 KiB) at a time, just computed, so in cache.
-    let chunk = &values[..1 << 16];
-    g.throughput(Throughput::Elements(chunk.len() as u64));
-    g.bench_function("float32/sqdiff/cached-chunk", |bench| {
-        let mut acc = Accumulator::new(DType::F32);
-        bench.iter(|| acc.add(std::hint::black_box(chunk)))
-    });
+    for dtype in DType::ALL {
+        tensorop::with_dtype!(dtype, T => {
+            let values: Vec<T> = if dtype.is_float() {
+                floats.iter().map(|&x| <T as Sample>::from_f64(x)).collect()
+            } else {
+                ints.iter().map(|&x| <T as Sample>::from_i64(x)).collect()
+            };
+            g.throughput(Throughput::Elements(N as u64));
+            g.bench_function(format!("{}/sqdiff", dtype.name()), |bench| {
+                bench.iter(|| {
+                    let mut acc = Accumulator::new(dtype);
+                    acc.add(&values);
+                    acc.finish()
+                })
+            });
+            let chunk = &values[..(1 << 18) / dtype.size()];
+            g.throughput(Throughput::Elements(chunk.len() as u64));
+            g.bench_function(format!("{}/sqdiff/cached-chunk", dtype.name()), |bench| {
+                let mut acc = Accumulator::new(dtype);
+                bench.iter(|| acc.add(std::hint::black_box(chunk)))
+            });
+        });
+    }
     g.finish();
 }
 

@@ -32,6 +32,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // The CPU tier cap applies to every command that computes or compares (`crate::arch`).
+    if let Err(msg) = crate::arch::limit_from(std::env::var(crate::arch::TIER_ENV).ok().as_deref()) {
+        Outcome::Refused(msg).tell("");
+        return ExitCode::from(2);
+    }
     let command = match (cli.generate, cli.command) {
         (Some(kind), _) => return finish(shell::generate(kind, &mut std::io::stdout().lock()).map_err(Into::into)),
         (None, Some(command)) => command,

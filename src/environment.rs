@@ -28,6 +28,13 @@ pub const VARIABLES: &[Variable] = &[
                  as on filesystems without them",
     },
     Variable {
+        name: "TENSOROP_CPU_TIER",
+        value: "portable|avx2|avx512",
+        effect: "the highest CPU tier whose kernels the CPU backend and `--stats` use (default: the best the CPU \
+                 has; a higher name than the CPU has changes nothing): every tier gives the same bits, and tests use \
+                 it to cover the slower ones",
+    },
+    Variable {
         name: "TENSOROP_WGPU_BACKEND",
         value: "vulkan|metal|dx12|gl",
         effect: "the wgpu API to request instead of the platform's default",

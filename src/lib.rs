@@ -4,6 +4,7 @@
 //! crate-private. `docs/architecture.md` draws how the modules fit together.
 
 pub mod app;
+pub mod arch;
 pub(crate) mod backend;
 pub mod cli;
 pub(crate) mod commands;

@@ -87,6 +87,46 @@ fn safetensors_pairs_run_member_by_member_into_a_safetensors_output() {
 }
 
 #[test]
+fn members_are_identical_only_bit_for_bit_to_their_last_element() {
+    // 40 000 elements: the second read spans several rows. `last` differs in its last element
+    // only, `zero` in the sign of a zero only; `nan` holds the same NaN on both sides.
+    let dir = Dir::new();
+    let base = floats(40_000, 7);
+    let mut last = base.clone();
+    last[39_999] = f32::from_bits(last[39_999].to_bits() ^ 1);
+    let (mut zero, mut nan) = (base.clone(), base.clone());
+    zero[20_000] = 0.0;
+    nan[30_000] = f32::from_bits(0x7fc0_1234);
+    let mut negative_zero = zero.clone();
+    negative_zero[20_000] = -0.0;
+    let members = |x: &[f32], z: &[f32]| {
+        safetensors(&[
+            ("last", "F32", &[40_000], f32_bytes(x)),
+            ("nan", "F32", &[200, 200], f32_bytes(&nan)),
+            ("same", "F32", &[40_000], f32_bytes(&base)),
+            ("zero", "F32", &[40_000], f32_bytes(z)),
+        ])
+    };
+    dir.write("a.safetensors", &members(&base, &zero));
+    dir.write("b.safetensors", &members(&last, &negative_zero));
+    let out =
+        dir.run(&["sub", "a.safetensors", "b.safetensors", "-o", "c.safetensors", "--stats", "--report", "r.json"]);
+    out.ok();
+    assert!(out.stderr.contains("4 member pairs compared: 2 differ, 2 bit-identical"), "{}", out.stderr);
+    let r = dir.report("r.json");
+    let identical: Vec<(String, Value)> = r["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap_or_default().to_string(), m["identical"].clone()))
+        .collect();
+    let want = [("last", false), ("nan", true), ("same", true), ("zero", false)];
+    for (name, same) in want {
+        assert!(identical.contains(&(name.to_string(), Value::Bool(same))), "{name}: {identical:?}");
+    }
+}
+
+#[test]
 fn merged_totals_equal_one_run_over_every_element_bit_for_bit() {
     let dir = Dir::new();
     let [wa, wb, ba, bb] = checkpoint_pair(&dir);

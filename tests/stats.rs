@@ -99,6 +99,107 @@ fn the_summary_is_identical_for_any_threads_and_chunking() {
     }
 }
 
+/// A and B of `n` elements of `T` from a xorshift's bits (for floats, every class: NaN,
+/// infinities, subnormals, zeros), equal in every eighth stretch of 100 so that `sub` gives zeros.
+fn random_pair<T: Elem>(dir: &Dir, n: usize) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ T::SIZE as u64;
+    let mut bytes = |n: usize| -> Vec<T> {
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                T::from_le(&state.to_le_bytes()[..T::SIZE])
+            })
+            .collect()
+    };
+    let a = bytes(n);
+    let mut b = bytes(n);
+    for (i, x) in b.iter_mut().enumerate() {
+        if i / 100 % 8 == 0 {
+            *x = a[i];
+        }
+    }
+    dir.write("a.npy", &npy(&[n], &a));
+    dir.write("b.npy", &npy(&[n], &b));
+}
+
+/// Writes `a.npy` and `b.npy` of a dtype ([`random_pair`]).
+type MakePair = fn(&Dir, usize);
+
+#[test]
+fn the_summary_is_identical_on_every_cpu_tier() {
+    let dir = Dir::new();
+    // 100 003 elements: several blocks of every kernel, and a ragged end.
+    let n = 100_003;
+    let pairs: [(&str, MakePair); 11] = [
+        ("float16", random_pair::<H>),
+        ("float32", random_pair::<f32>),
+        ("float64", random_pair::<f64>),
+        ("int8", random_pair::<i8>),
+        ("int16", random_pair::<i16>),
+        ("int32", random_pair::<i32>),
+        ("int64", random_pair::<i64>),
+        ("uint8", random_pair::<u8>),
+        ("uint16", random_pair::<u16>),
+        ("uint32", random_pair::<u32>),
+        ("uint64", random_pair::<u64>),
+    ];
+    for (dtype, make) in pairs {
+        make(&dir, n);
+        for op in ["sub", "sqdiff"] {
+            let best = stats_of(&dir, op, &["--threads", "2"], &[]);
+            for tier in ["portable", "avx2", "avx512"] {
+                let got = stats_of(&dir, op, &["--threads", "2"], &[("TENSOROP_CPU_TIER", tier)]);
+                assert_eq!(got, best, "{dtype} {op} under TENSOROP_CPU_TIER={tier}");
+            }
+        }
+    }
+    // bfloat16, summarised as float32 widened: a .safetensors pair of random bits, B zero in
+    // its first half (so that `sub` keeps A's subnormals, NaN and infinities).
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut words: Vec<u8> = (0..2 * n)
+        .flat_map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state as u16).to_le_bytes()
+        })
+        .collect();
+    words[2 * n..3 * n].fill(0);
+    let (a, b) = words.split_at(n * 2);
+    dir.write("a.safetensors", &containers::safetensors(&[("x", "BF16", &[n], a.to_vec())]));
+    dir.write("b.safetensors", &containers::safetensors(&[("x", "BF16", &[n], b.to_vec())]));
+    for op in ["sub", "sqdiff"] {
+        let bf16_stats = |env: &[(&str, &str)]| {
+            let args = [op, "a.safetensors", "b.safetensors", "-o", "o.safetensors", "--stats", "-q", "-f", "none"];
+            let out = dir.run_env(&[&args[..], &["--report", "r.json"]].concat(), env);
+            assert_eq!(out.code, Some(0), "{env:?}: {}", out.stderr);
+            dir.report("r.json")["members"][0]["stats"].clone()
+        };
+        let best = bf16_stats(&[]);
+        let h = &best["histogram"];
+        assert!(best["nan"].as_u64() > Some(0) && h["subnormal"].as_u64() > Some(0), "{op}: {best}");
+        for tier in ["portable", "avx2", "avx512"] {
+            assert_eq!(bf16_stats(&[("TENSOROP_CPU_TIER", tier)]), best, "bfloat16 {op}, TENSOROP_CPU_TIER={tier}");
+        }
+    }
+}
+
+#[test]
+fn a_cpu_tier_that_does_not_exist_is_a_usage_error() {
+    let dir = Dir::new();
+    random_pair::<f32>(&dir, 10);
+    let out = dir.run_env(&["sub", "a.npy", "b.npy", "-o", "o.npy", "--stats"], &[("TENSOROP_CPU_TIER", "sse9")]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("TENSOROP_CPU_TIER=sse9") && out.stderr.contains("portable, avx2, avx512"),
+        "{}",
+        out.stderr
+    );
+    assert!(!dir.path("o.npy").exists(), "nothing is written");
+}
+
 #[test]
 fn the_summary_is_identical_on_the_gpu_native_and_emulated() {
     if !gpu_available("the_summary_is_identical_on_the_gpu_native_and_emulated") {

@@ -50,9 +50,10 @@ struct MemberRun {
     /// `--stats`: the pair's finished summary (its accumulator goes into [`Merging`] at once, so
     /// memory does not grow with the number of members).
     summary: Option<Summary>,
-    /// `--stats` over two containers: A's member against B's, bit for bit (`verdict`), which
-    /// the digest's "identical" is.
-    verdict: Option<crate::verdict::Tally>,
+    /// `--stats` over two containers: whether A's member equals B's bit for bit (the comparison
+    /// core's verdict, `verdict::conformant::inputs_identical`), which the digest's "identical"
+    /// is.
+    identical: Option<bool>,
     written: bool,
 }
 
@@ -307,7 +308,7 @@ fn check(cfg: &Config, inputs: &[Opened; 2], p: &Pair, broadcast: BroadcastMode)
         too_large,
         strides,
         summary: None,
-        verdict: None,
+        identical: None,
         written: false,
     }
 }

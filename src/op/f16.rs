@@ -43,17 +43,30 @@ impl Arith for f16 {
         f16::from_bits(f32_to_f16_tz_sat(w)).to_f32()
     }
 
-    /// On x86-64 with F16C and AVX (detected once, `f16_x86::available`), one fused pass: 8 or
-    /// 16 elements at a time are widened to float32, computed and rounded back to nearest even
-    /// (`f16_x86`). Elsewhere, `f16_blocks`.
+    /// On x86-64 CPUs of the AVX2 tier or above (`crate::arch`, which has F16C), one fused pass:
+    /// 8 or 16 elements at a time are widened to float32, computed and rounded back to nearest
+    /// even (`f16_x86`). Elsewhere, `f16_blocks`.
     fn apply_slices(f: Formula, out: &mut [Self], a: Operand<'_, Self>, b: Operand<'_, Self>) {
+        apply_tier(crate::arch::current(), f, out, a, b);
+    }
+}
+
+/// The float16 slice kernel of `tier`: the F16C pass from the AVX2 tier up, `f16_blocks` below.
+pub(super) fn apply_tier(
+    tier: crate::arch::Supported,
+    f: Formula,
+    out: &mut [f16],
+    a: Operand<'_, f16>,
+    b: Operand<'_, f16>,
+) {
+    use crate::arch::Tier;
+    match tier.tier() {
         #[cfg(target_arch = "x86_64")]
-        if f16_x86::available() {
-            // SAFETY: `available` has checked at run time that the CPU has AVX and F16C.
-            unsafe { f16_x86::apply(f, out, a, b) };
-            return;
+        Tier::Avx2 | Tier::Avx512 => {
+            // SAFETY: `tier` is one the CPU has (`Supported`), and both tiers have AVX and F16C.
+            unsafe { f16_x86::apply(f, out, a, b) }
         }
-        f16_blocks(f, out, a, b);
+        _ => f16_blocks(f, out, a, b),
     }
 }
 
@@ -165,7 +178,6 @@ pub(super) mod f16_x86 {
     use super::{f16, Formula, Operand};
     use crate::op::Steps;
     use std::arch::x86_64::*;
-    use std::sync::atomic::{AtomicU8, Ordering};
 
     /// `vcvtps2ph`'s immediate: round to nearest even, ignoring MXCSR.RC. (Rust's intrinsic takes
     /// 3 bits only, so `_MM_FROUND_NO_EXC` cannot be or-ed in; the conversion raises no fault
@@ -176,25 +188,11 @@ pub(super) mod f16_x86 {
     /// those lanes to infinity).
     const RTZ: i32 = _MM_FROUND_TO_ZERO;
 
-    /// Whether this CPU has AVX and F16C: detected on the first call, then one relaxed load.
-    pub fn available() -> bool {
-        // 0: not yet detected, 1: no, 2: yes. A race only repeats the detection.
-        static HAS: AtomicU8 = AtomicU8::new(0);
-        match HAS.load(Ordering::Relaxed) {
-            0 => {
-                let has = is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c");
-                HAS.store(if has { 2 } else { 1 }, Ordering::Relaxed);
-                has
-            }
-            v => v == 2,
-        }
-    }
-
     /// Computes `out[i] = op(a[i], b[i])` for float16 over `min(out.len(), a.len(), b.len())`
     /// elements of the slices (as `map2`'s zips do).
     ///
     /// # Safety
-    /// The CPU must have AVX and F16C ([`available`]).
+    /// The CPU must have AVX and F16C (the AVX2 tier, `crate::arch`).
     #[target_feature(enable = "avx,f16c")]
     pub unsafe fn apply(f: Formula, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
         crate::with_formula!(f, F => forms::<{ F.id() }>(out, a, b))

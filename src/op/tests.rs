@@ -2,10 +2,9 @@
 //! float16 rule, every kernel against the scalar reference, integer wrapping and IEEE corner
 //! cases.
 
-use super::f16::f16_blocks;
-#[cfg(target_arch = "x86_64")]
-use super::f16::f16_x86;
+use super::f16::apply_tier;
 use super::*;
+use crate::arch::Supported;
 use crate::dtype::Element;
 use half::f16;
 
@@ -102,11 +101,20 @@ fn check_f16(what: &str, got: &[f16], want: impl Fn(usize) -> f16) {
     }
 }
 
-/// Runs one float16 kernel: the dispatched one (`Semantics::apply`, the F16C kernel where the
-/// CPU has it) or the portable block kernel.
-type F16Kernel = fn(Semantics, &mut [f16], Operand<'_, f16>, Operand<'_, f16>);
-const F16_KERNELS: [(&str, F16Kernel); 2] =
-    [("dispatched", |s, o, a, b| s.apply(o, a, b)), ("blocks", |s, o, a, b| f16_blocks(s.formula(), o, a, b))];
+/// The float16 kernels this CPU runs: the dispatched one (`Semantics::apply`, `None`) and each
+/// tier's (`apply_tier`: the portable tier's is the block kernel, the others' the F16C kernel).
+fn f16_kernels() -> Vec<(String, Option<Supported>)> {
+    let tiers = Supported::all().into_iter().map(|t| (t.tier().name().to_string(), Some(t)));
+    std::iter::once(("dispatched".to_string(), None)).chain(tiers).collect()
+}
+
+/// Runs one of [`f16_kernels`].
+fn run_f16(kernel: Option<Supported>, sem: Semantics, out: &mut [f16], a: Operand<'_, f16>, b: Operand<'_, f16>) {
+    match kernel {
+        None => sem.apply(out, a, b),
+        Some(tier) => apply_tier(tier, sem.formula(), out, a, b),
+    }
+}
 
 #[test]
 fn float16_scalar_reference_matches_software_conversions_bit_for_bit() {
@@ -125,26 +133,25 @@ fn float16_scalar_reference_matches_software_conversions_bit_for_bit() {
 
 #[test]
 fn float16_kernels_match_the_scalar_reference_bit_for_bit() {
-    #[cfg(target_arch = "x86_64")]
-    eprintln!("F16C kernel available: {}", f16_x86::available());
+    eprintln!("float16 kernels: {:?}", f16_kernels());
     let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
-    for (name, kernel) in F16_KERNELS {
+    for (name, kernel) in f16_kernels() {
         for sem in ALL_SEMS {
             let mut got = vec![f16::ZERO; all.len()];
             for b in INTERESTING_F16.map(f16::from_bits) {
                 let bv = vec![b; all.len()];
                 let what = format!("{name} {sem:?} b={:#06x}", b.to_bits());
-                kernel(sem, &mut got, Operand::Slice(&all), Operand::Slice(&bv));
+                run_f16(kernel, sem, &mut got, Operand::Slice(&all), Operand::Slice(&bv));
                 check_f16(&format!("{what} slice-slice"), &got, |i| sem.scalar(all[i], b));
-                kernel(sem, &mut got, Operand::Slice(&all), Operand::Scalar(b));
+                run_f16(kernel, sem, &mut got, Operand::Slice(&all), Operand::Scalar(b));
                 check_f16(&format!("{what} slice-scalar"), &got, |i| sem.scalar(all[i], b));
-                kernel(sem, &mut got, Operand::Slice(&bv), Operand::Slice(&all));
+                run_f16(kernel, sem, &mut got, Operand::Slice(&bv), Operand::Slice(&all));
                 check_f16(&format!("{what} reversed slice-slice"), &got, |i| sem.scalar(b, all[i]));
-                kernel(sem, &mut got, Operand::Scalar(b), Operand::Slice(&all));
+                run_f16(kernel, sem, &mut got, Operand::Scalar(b), Operand::Slice(&all));
                 check_f16(&format!("{what} scalar-slice"), &got, |i| sem.scalar(b, all[i]));
                 for a in INTERESTING_F16.map(f16::from_bits) {
                     let mut one = [f16::ZERO; 19];
-                    kernel(sem, &mut one, Operand::Scalar(a), Operand::Scalar(b));
+                    run_f16(kernel, sem, &mut one, Operand::Scalar(a), Operand::Scalar(b));
                     check_f16(&format!("{what} scalar-scalar a={:#06x}", a.to_bits()), &one, |_| sem.scalar(a, b));
                 }
             }
@@ -162,7 +169,7 @@ fn float16_kernels_handle_every_tail_length_and_alignment() {
     // so that a kernel writing past its end or skipping an element fails.
     let all: Vec<f16> = (0..=u16::MAX).map(|i| f16::from_bits(i.wrapping_mul(40503))).collect();
     let canary = f16::from_bits(0x7c3f);
-    for (name, kernel) in F16_KERNELS {
+    for (name, kernel) in f16_kernels() {
         for sem in [SUB, SQ, SQH, SUBD, SQD, SUBS, SQS] {
             for len in (0..38).chain([1001, 2500]) {
                 for off in 0..3 {
@@ -177,7 +184,7 @@ fn float16_kernels_handle_every_tail_length_and_alignment() {
                     ];
                     for (form, (oa, ob, want)) in forms.into_iter().enumerate() {
                         let mut out = vec![canary; len + 1];
-                        kernel(sem, &mut out[..len], oa, ob);
+                        run_f16(kernel, sem, &mut out[..len], oa, ob);
                         check_f16(&format!("{name} {sem:?} len {len} off {off} form {form}"), &out[..len], want);
                         assert_eq!(out[len].to_bits(), canary.to_bits(), "wrote past the end");
                     }

@@ -4,12 +4,14 @@
 //! Every finite float is `m * 2^e` with an integer `m` below 2^53; `m` is added, with its sign,
 //! to an `i128` bucket for its exponent (room for 2^74 additions). Buckets add exactly, in any
 //! order, and the total is rounded to float64 once ([`exact`](super::exact)). This module holds
-//! the general path: float16 (and float32 blocks holding NaN or infinities) through packed
-//! scratch buckets, float64 one element at a time. float32 has its own faster path
-//! ([`float32`](super::float32)), which lands in the same buckets.
+//! the general path: float16 below the AVX-512 tier (and float32 blocks holding NaN or
+//! infinities) through packed scratch buckets, float64 below it one element at a time. float16
+//! and float64 on the AVX-512 tier ([`float16`](super::float16), [`float64`](super::float64)),
+//! float32 and bfloat16 ([`float32`](super::float32)) have their own faster paths, which land in
+//! the same buckets.
 
 use super::exact::ExactSum;
-use super::{Accumulator, Number, Summarise, Summary};
+use super::{Accumulator, Number, Summary};
 use half::{bf16, f16};
 
 /// Float64's biased exponents: 0 (zero and subnormals) to 2047 (infinities and NaN).
@@ -187,17 +189,6 @@ impl FloatBits for bf16 {
     }
 }
 
-macro_rules! summarise_floats {
-    ($($t:ty),*) => {$(
-        impl Summarise for $t {
-            fn add_all(acc: &mut Accumulator, values: &[Self]) {
-                add_floats(float_sum(acc), values);
-            }
-        }
-    )*};
-}
-summarise_floats!(f16, bf16, f64);
-
 /// Independent copies of the scratch buckets: consecutive elements usually share an exponent,
 /// and one copy would make each addition wait for the previous one to the same bucket.
 const SCRATCH_COPIES: usize = 4;
@@ -209,7 +200,7 @@ const COUNT_BITS: u32 = 20;
 /// The float path: float16 and float32 in blocks through packed scratch buckets
 /// ([`add_packed_block`]), float64 one element at a time straight into the `i128` buckets
 /// ([`add_wide`]).
-fn add_floats<T: FloatBits>(acc: &mut FloatSum, values: &[T]) {
+pub(super) fn add_floats<T: FloatBits>(acc: &mut FloatSum, values: &[T]) {
     acc.count += values.len() as u64;
     if T::MANT <= PACKED_MANT {
         values.chunks(1 << 16).for_each(|block| add_packed_block(acc, block));
@@ -316,6 +307,19 @@ pub(super) fn add_packed_block<T: FloatBits>(acc: &mut FloatSum, block: &[T]) {
     if t.min_key != i64::MAX {
         acc.fmin = acc.fmin.min(value(t.min_key));
         acc.fmax = acc.fmax.max(value(t.max_key));
+    }
+}
+
+/// Adds float64 `values` one by one ([`add_wide`]), without counting them.
+pub(super) fn add_each(acc: &mut FloatSum, values: &[f64]) {
+    values.iter().for_each(|&x| add_wide(acc, x));
+}
+
+/// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
+#[inline(always)]
+pub(super) fn add_exact(acc: &mut FloatSum, x: f64) {
+    if let Some((e, m)) = split::<f64>(acc, x.to_bits()) {
+        acc.buckets[bucket::<f64>(e)] += i128::from(m);
     }
 }
 

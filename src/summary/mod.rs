@@ -2,20 +2,28 @@
 //! second read (`docs/report.md`, "stats"). Counts by class, min and max, the exact sum, the
 //! mean and a histogram by binade.
 //!
-//! The summary does not depend on how the output was cut into chunks, on the threads or on the
-//! backend: partial summaries ([`Accumulator`]) merge exactly, in any order. Integers sum into
-//! 192 bits (`int`, `wide`); floats sum exactly into integer buckets per exponent
-//! (`float`), float32 through windows of binades summed in float64 lanes (`float32`, one
-//! file per CPU tier), and the total is rounded to float64 once, at the end (`exact`). Min
-//! and max order -0.0 before +0.0, so they too are the same whatever the order of the chunks.
-//! How a summary is printed (JSON, the chart on standard error) is the report's business
-//! (`report::summary`).
+//! The summary does not depend on how the output was cut into chunks, on the threads, on the
+//! backend or on the CPU tier (`crate::arch`): partial summaries ([`Accumulator`]) merge exactly,
+//! in any order. Integers sum into 192 bits (`int`, `wide`); floats sum exactly into integer
+//! buckets per exponent (`float`): float16 as one fixed-point integer (`float16`), float32 and
+//! bfloat16 through windows of binades summed in float64 lanes (`float32`), float64 in levels
+//! split off at fixed powers of two (`float64`), and the total is
+//! rounded to float64 once, at the end (`exact`). Min and max order -0.0 before +0.0, so they
+//! too are the same whatever the order of the chunks. Each dtype's kernels come in tiers; the
+//! AVX-512 ones count their histograms by bit position (`positions`). How a summary is printed
+//! (JSON, the chart on standard error) is the report's business (`report::summary`).
 
 mod exact;
 mod float;
+mod float16;
 mod float32;
+mod float64;
 mod int;
 mod merge;
+#[cfg(target_arch = "x86_64")]
+mod positions;
+#[cfg(test)]
+mod props;
 mod wide;
 
 use crate::dtype::DType;

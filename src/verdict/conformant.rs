@@ -2,7 +2,7 @@
 //! conformant device may give"): how many result elements depend on the device or the release,
 //! by cause (`--device-dependence`), and whether a device's output is, element by element, one
 //! of the results a conformant DirectML may give (`tensorop compare --conformant`); and, with
-//! [`inputs_tally`], whether two inputs of one shape are identical (the container digest's
+//! [`inputs_identical`], whether two inputs of one shape are identical (the container digest's
 //! verdict). All walk the output's elements with their pairs of input elements, row by row,
 //! reading each input's window of a row at once, so memory stays bounded ([`pairs`]); each
 //! element's allowed results come from [`crate::op::conformant::allowed`].
@@ -93,6 +93,12 @@ pub fn pairs(
         let n = (inner - k).min(range.end - at).min((ROW / widest).max(1));
         for i in 0..2 {
             let s = stride(i);
+            if s == 1 {
+                // A contiguous row is its own window.
+                row[i].resize(n as usize * es, 0);
+                inputs[i].read_le(iter.offset(i, &idx), &mut row[i])?;
+                continue;
+            }
             window[i].resize(((n - 1) * s + 1) as usize * es, 0);
             inputs[i].read_le(iter.offset(i, &idx), &mut window[i])?;
             row[i].clear();
@@ -106,15 +112,28 @@ pub fn pairs(
     Ok(())
 }
 
-/// Input A's elements against input B's, in the output's order: whether the two tensors (of
-/// one shape) are identical, and how they differ, as `compare` counts it.
-pub fn inputs_tally(iter: &Iteration, inputs: [&InputTensor; 2], dtype: DType, shape: &[u64]) -> Result<Tally> {
-    let mut t = Tally::new(dtype, shape, super::element::Tolerance::default());
-    pairs(iter, inputs, dtype, 0..t.elements, &mut |first, a, b| {
-        t.add(first, a, b);
-        Ok(())
-    })?;
-    Ok(t)
+/// Why [`inputs_identical`] stopped reading: a row differs.
+#[derive(Debug)]
+struct Differs;
+
+impl std::fmt::Display for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the inputs differ")
+    }
+}
+
+impl std::error::Error for Differs {}
+
+/// Whether input A's elements equal input B's bit for bit, in the output's order (the two
+/// tensors of one shape): the comparison core's `bit_identical` verdict, with the reading
+/// stopped at the first row that differs.
+pub fn inputs_identical(iter: &Iteration, inputs: [&InputTensor; 2], dtype: DType) -> Result<bool> {
+    let end = iter.count();
+    match pairs(iter, inputs, dtype, 0..end, &mut |_, a, b| if a == b { Ok(()) } else { Err(Differs.into()) }) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is::<Differs>() => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 impl Walk<'_> {

@@ -87,7 +87,7 @@ pub(super) fn compute_all(
             bar.set(done);
         })?;
         used = used.max(ran.threads_used);
-        m.verdict = member_verdict(cfg, m, &plan, given)?;
+        m.identical = member_identical(cfg, m, &plan, given)?;
         finish_member(m, &plan, ran, merging);
         i += 1;
     }
@@ -117,21 +117,21 @@ pub(super) fn given<'a>(inputs: &'a [Opened; 2], opened: &'a [Option<InputTensor
     Ok([one(0)?, one(1)?])
 }
 
-/// `--stats` over two containers' members of one shape: A's member against B's, bit for bit,
-/// by the comparison core, in the output's order (a second read of both members). `None`
-/// otherwise: a `.npy` against a container's members is no diff.
-pub(super) fn member_verdict(
+/// `--stats` over two containers' members of one shape: whether A's member equals B's bit for
+/// bit, in the output's order (a second read of both members, which stops at the first row
+/// that differs). `None` otherwise: a `.npy` against a container's members is no diff.
+pub(super) fn member_identical(
     cfg: &Config,
     m: &MemberRun,
     plan: &Plan,
     given: [&InputTensor; 2],
-) -> Result<Option<crate::verdict::Tally>> {
+) -> Result<Option<bool>> {
     let [a, b] = &m.inputs;
     if !cfg.summarise || a.member.is_none() || b.member.is_none() || a.shape != b.shape {
         return Ok(None);
     }
     let iter = crate::shape::Iteration::new(&plan.out_shape, &plan.strides[0], &plan.strides[1]);
-    crate::verdict::conformant::inputs_tally(&iter, given, plan.dtype, &plan.out_shape).map(Some)
+    crate::verdict::conformant::inputs_identical(&iter, given, plan.dtype).map(Some)
 }
 
 /// Records what a member's computation gave.
@@ -147,7 +147,7 @@ pub(super) fn finish_member(m: &mut MemberRun, plan: &Plan, ran: Ran, merging: &
 }
 
 /// A small member's plan, result bytes and run.
-pub(super) type Computed = (Plan, Vec<u8>, Ran, Option<crate::verdict::Tally>);
+pub(super) type Computed = (Plan, Vec<u8>, Ran, Option<bool>);
 
 /// Computes a batch of small members, one thread each, and writes their results in order.
 pub(super) fn run_batch(
@@ -177,8 +177,8 @@ pub(super) fn run_batch(
                     let mut out = Vec::with_capacity(if keep { plan.data_bytes as usize } else { 0 });
                     let sink: &mut dyn ResultSink = if keep { &mut out } else { &mut Discard };
                     let ran = compute_member(cfg, &plan, g, &Engine::Cpu, 1, sink, &mut |_| {})?;
-                    let verdict = member_verdict(cfg, m, &plan, g)?;
-                    Ok((plan, out, ran, verdict))
+                    let identical = member_identical(cfg, m, &plan, g)?;
+                    Ok((plan, out, ran, identical))
                 })();
                 if let Ok(mut slot) = results[k].lock() {
                     *slot = Some(r);
@@ -188,8 +188,8 @@ pub(super) fn run_batch(
     });
     for (m, slot) in batch.iter_mut().zip(results) {
         let r = slot.into_inner().ok().flatten().ok_or_else(|| anyhow!("internal error: a member was not computed"))?;
-        let (plan, bytes, ran, verdict) = r?;
-        m.verdict = verdict;
+        let (plan, bytes, ran, identical) = r?;
+        m.identical = identical;
         if let Some(w) = writer.as_deref_mut() {
             w.start_member(&m.pair.name, &plan.header, plan.data_bytes)?;
             w.write(&bytes)?;

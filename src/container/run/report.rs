@@ -29,7 +29,7 @@ pub(super) fn print_summary(cfg: &Config, members: &[MemberRun], reshaped: &[Res
                 dtype: m.dtype.map_or("-", |d| d.name()),
                 shape: m.validation.out_shape.as_deref().unwrap_or(&[]),
                 shapes: m.shapes_differ().then(|| [m.inputs[0].shape.as_slice(), m.inputs[1].shape.as_slice()]),
-                identical: m.verdict.as_ref().map(|t| t.identical()),
+                identical: m.identical,
                 summary: m.summary.as_ref()?,
             })
         })
@@ -175,8 +175,8 @@ pub(super) fn report(
 /// The computed member pairs that differ: two containers' members not bit-identical (or of
 /// different shapes), a `.npy` against a member whose result is not all zeros.
 fn differing(members: &[MemberRun]) -> usize {
-    let pair_differs = |m: &MemberRun| match &m.verdict {
-        Some(t) => !t.identical(),
+    let pair_differs = |m: &MemberRun| match m.identical {
+        Some(same) => !same,
         None => m.summary.as_ref().is_some_and(|s| differs(s) || m.shapes_differ()),
     };
     members.iter().filter(|m| m.summary.is_some() && pair_differs(m)).count()
@@ -194,7 +194,7 @@ pub(super) fn entry(cfg: &Config, m: MemberRun, stats: Option<Summary>, rank: Op
     MemberEntry {
         status: if valid { RunStatus::Ok } else { RunStatus::Invalid },
         shapes_differ: m.shapes_differ(),
-        identical: m.verdict.as_ref().map(|t| t.identical()),
+        identical: m.identical,
         inputs: m.inputs,
         support_row: m.validation.support_row.map(|r| r.to_string()),
         minimum_feature_level: m.validation.minimum_level.map(|l| l.to_string()),

@@ -3,8 +3,46 @@
 //! rests on one fact, that an [`Avx512`] exists only where the CPU has AVX2 and AVX-512F.
 
 use super::avx2::Avx2;
-use super::{windows_from, Counted, Counts, Passes, ABS, COUNTED, WINDOW};
+use super::{order_key, windows_from, Counted, Counts, Passes, Wide, ABS, COUNTED, WINDOW};
+use crate::summary::positions::{Positions, GROUP};
+use half::bf16;
 use std::arch::x86_64::*;
+
+/// Values per group of [`Positions::add16`].
+const PER_GROUP: usize = GROUP * 16;
+
+/// The values [`Passes::counted`] loads.
+pub(crate) trait Load: Sized {
+    /// 16 values at `p`: their float32 bits, and as float64 (the first 8, the last 8).
+    ///
+    /// # Safety
+    /// `p` must be readable for 16 values, and the CPU must have the AVX-512 tier.
+    unsafe fn load16(p: *const Self) -> (__m512i, __m512d, __m512d);
+}
+
+impl Load for f32 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
+    unsafe fn load16(p: *const f32) -> (__m512i, __m512d, __m512d) {
+        // SAFETY: the caller's.
+        unsafe {
+            let x = _mm512_loadu_si512(p.cast());
+            (x, _mm512_cvtps_pd(_mm256_loadu_ps(p)), _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8))))
+        }
+    }
+}
+
+impl Load for bf16 {
+    /// Widened in the registers: 16 bits up.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
+    unsafe fn load16(p: *const bf16) -> (__m512i, __m512d, __m512d) {
+        // SAFETY: the caller's.
+        let x = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(unsafe { _mm256_loadu_si256(p.cast()) }));
+        let f = _mm512_castsi512_ps(x);
+        (x, _mm512_cvtps_pd(_mm512_castps512_ps256(f)), _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(f)))
+    }
+}
 
 /// Proof that the CPU has AVX2 and AVX-512F: the AVX2 passes and [`Passes::counted`].
 pub(super) struct Avx512(Avx2);
@@ -31,89 +69,84 @@ impl Passes for Avx512 {
         self.0.census_and_sums(block, b, counts)
     }
 
-    fn counted(&self, block: &[f32], lo: u32) -> Option<Counted> {
-        // SAFETY: `Avx512` exists only where the CPU has AVX-512F.
+    fn counted<T: Wide>(&self, block: &[T], lo: u32) -> Option<Counted> {
+        // SAFETY: `Avx512` exists only where the CPU has the AVX-512 tier.
         Some(unsafe { counted(block, lo) })
     }
 }
 
-/// Vectors of counters, each lane's 32 bits eight counters of four bits: [`COUNTED`]
-/// binades.
-const NIBBLES: usize = COUNTED / 8;
-
-/// [`Passes::counted`]. Each value adds 1 << (4 * (e - base) - 32 * k) to counter vector
-/// k: a variable shift by 32 or more (or a negative one, taken as unsigned) gives 0, so
-/// each value lands in exactly the counter of its binade, or nowhere outside the range.
-/// Four bits hold 15 values, so the counters are widened to 16 bits every 15 groups of
-/// 16; 16 bits hold a lane's 512. The rest is the AVX2 pass's work in wider vectors:
-/// the windows' sums (with masks), the order keys, and the count of exponent 0.
-#[target_feature(enable = "avx512f")]
-unsafe fn counted(block: &[f32], lo: u32) -> Counted {
+/// [`Passes::counted`]: per value, its order key (the extremes), its window's sum in float64
+/// lanes (by masks: from `b[1]` up the first window, from `b[2]` up the second; a value above
+/// the first makes the block one that does not fit, found by the keys), a count of exponent 0,
+/// and `1 << (e - base)` for its biased exponent `e`, counted by bit position
+/// ([`Positions`]): [`COUNTED`] bins from `base`, none for a value outside them (a shift by a
+/// negative count, taken as unsigned, or by 32 or more gives 0). Whole groups of 256 values by
+/// vectors, the rest one by one.
+#[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
+fn counted<T: Wide>(block: &[T], lo: u32) -> Counted {
     let b = windows_from(lo);
     let base = lo.saturating_sub(WINDOW).max(1);
-    let magnitude = _mm512_set1_epi32(ABS as i32);
-    let exponent = _mm512_set1_epi32(0x7f80_0000);
-    let one = _mm512_set1_epi32(1);
-    let base4 = _mm512_set1_epi32(4 * base as i32);
-    let (b0, b1, b2) = (_mm512_set1_epi32(b[0] as i32), _mm512_set1_epi32(b[1] as i32), _mm512_set1_epi32(b[2] as i32));
+    let (magnitude, exponent) = (_mm512_set1_epi32(ABS as i32), _mm512_set1_epi32(0x7f80_0000));
+    let (b1, b2) = (_mm512_set1_epi32(b[1] as i32), _mm512_set1_epi32(b[2] as i32));
+    let (one, first) = (_mm512_set1_epi32(1), _mm512_set1_epi32(base as i32));
     let mut min_key = _mm512_set1_epi32(i32::MAX);
     let mut max_key = _mm512_set1_epi32(i32::MIN);
     let mut high = [_mm512_setzero_pd(); 2];
     let mut low = [_mm512_setzero_pd(); 2];
-    let mut wide = [_mm512_setzero_si512(); 4 * NIBBLES];
-    let mut zsub = 0u64;
-    for run in block.chunks(16 * 15) {
-        let mut nibbles = [_mm512_setzero_si512(); NIBBLES];
-        for group in run.chunks(16) {
-            // The last group of a block may be short. Its missing lanes load as zeros, which
-            // add nothing to the sums and land in no counter (exponent 0 is below any
-            // base): only the keys and the count of exponent 0 mask them off.
-            let valid = (1u32 << group.len()).wrapping_sub(1) as u16;
-            // SAFETY: the masked load reads only the group's own elements.
-            let x = unsafe { _mm512_maskz_loadu_epi32(valid, group.as_ptr().cast()) };
+    // Values of exponent 0 by lane (a popcount per vector costs more).
+    let mut zsub = _mm512_setzero_si512();
+    let mut positions = Positions::new();
+    let (body, rest) = block.split_at(block.len() / PER_GROUP * PER_GROUP);
+    for group in body.chunks_exact(PER_GROUP) {
+        let mut p = group.as_ptr();
+        let mut vector = || {
+            // SAFETY: 16 calls per group, each reading the next 16 of its 256 values; the
+            // pointer moves on at most to the group's end.
+            let (x, lower, upper) = unsafe { T::load16(p) };
+            p = unsafe { p.add(16) };
             let a = _mm512_and_si512(x, magnitude);
             let key = _mm512_xor_si512(a, _mm512_srai_epi32::<31>(x));
-            min_key = _mm512_mask_min_epi32(min_key, valid, min_key, key);
-            max_key = _mm512_mask_max_epi32(max_key, valid, max_key, key);
-            let j4 = _mm512_sub_epi32(_mm512_srli_epi32::<21>(_mm512_and_si512(a, exponent)), base4);
-            for (k, n) in nibbles.iter_mut().enumerate() {
-                let shift = _mm512_sub_epi32(j4, _mm512_set1_epi32(32 * k as i32));
-                *n = _mm512_add_epi32(*n, _mm512_sllv_epi32(one, shift));
-            }
-            zsub += u64::from(_mm512_mask_testn_epi32_mask(valid, a, exponent).count_ones());
-            let from1 = _mm512_cmpge_epu32_mask(a, b1);
-            let in1 = _mm512_mask_cmplt_epu32_mask(from1, a, b0);
-            let in2 = _mm512_mask_cmpge_epu32_mask(!from1, a, b2);
-            let xf = _mm512_castsi512_ps(x);
-            let lower = _mm512_cvtps_pd(_mm512_castps512_ps256(xf));
-            let upper = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(xf))));
+            min_key = _mm512_min_epi32(min_key, key);
+            max_key = _mm512_max_epi32(max_key, key);
+            zsub = _mm512_mask_add_epi32(zsub, _mm512_testn_epi32_mask(a, exponent), zsub, one);
+            let in1 = _mm512_cmpge_epu32_mask(a, b1);
+            let in2 = _mm512_mask_cmpge_epu32_mask(!in1, a, b2);
             high[0] = _mm512_mask_add_pd(high[0], in1 as u8, high[0], lower);
             high[1] = _mm512_mask_add_pd(high[1], (in1 >> 8) as u8, high[1], upper);
             low[0] = _mm512_mask_add_pd(low[0], in2 as u8, low[0], lower);
             low[1] = _mm512_mask_add_pd(low[1], (in2 >> 8) as u8, low[1], upper);
-        }
-        // Nibble m of a lane goes to its low 16 bits, nibble m + 4 to its high 16.
-        let nibble = _mm512_set1_epi32(0x000f_000f);
-        for (k, n) in nibbles.iter().enumerate() {
-            for m in 0..4 {
-                let w = &mut wide[4 * k + m];
-                let part = _mm512_and_si512(_mm512_srlv_epi32(*n, _mm512_set1_epi32(4 * m as i32)), nibble);
-                *w = _mm512_add_epi32(*w, part);
-            }
-        }
+            _mm512_sllv_epi32(one, _mm512_sub_epi32(_mm512_srli_epi32::<23>(a), first))
+        };
+        positions.add16(|| (vector(), vector()));
     }
+    let [even, odd] = positions.counts();
     let mut counts = [0u64; COUNTED];
-    for (k, w) in wide.iter().enumerate() {
-        let (nibble, m) = (k / 4, k % 4);
-        let low16 = _mm512_and_si512(*w, _mm512_set1_epi32(0xffff));
-        counts[8 * nibble + m] = _mm512_reduce_add_epi32(low16) as u64;
-        counts[8 * nibble + m + 4] = _mm512_reduce_add_epi32(_mm512_srli_epi32::<16>(*w)) as u64;
+    for (k, n) in counts.iter_mut().enumerate() {
+        *n = even[k] + odd[k];
     }
     let sum = |v: [__m512d; 2]| _mm512_reduce_add_pd(_mm512_add_pd(v[0], v[1]));
-    Counted {
+    let mut c = Counted {
         keys: (_mm512_reduce_min_epi32(min_key), _mm512_reduce_max_epi32(max_key)),
         sums: (sum(high), sum(low)),
         counts,
-        zsub,
+        zsub: _mm512_reduce_add_epi32(zsub) as u64,
+    };
+    for &x in rest {
+        let (key, a) = (order_key(x.bits()), x.bits() & ABS);
+        c.keys = (c.keys.0.min(key), c.keys.1.max(key));
+        match a >> 23 {
+            0 => c.zsub += 1,
+            e if (base..base + COUNTED as u32).contains(&e) => c.counts[(e - base) as usize] += 1,
+            _ => {}
+        }
+        // Exact in any order: every partial sum is a multiple of the window's unit below 2^53 of
+        // them (`WINDOW`).
+        let v = f64::from(f32::from_bits(x.bits()));
+        if a >= b[1] {
+            c.sums.0 += v;
+        } else if a >= b[2] {
+            c.sums.1 += v;
+        }
     }
+    c
 }

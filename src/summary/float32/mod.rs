@@ -27,14 +27,26 @@ mod avx2;
 mod avx512;
 mod portable;
 
-use super::float::{add_packed_block, binade, bucket, float_sum, split, FloatSum};
+use super::float::{add_exact, add_packed_block, binade, bucket, float_sum, split, FloatSum};
 use super::{Accumulator, Summarise};
+use crate::arch::{Supported, Tier};
+use half::bf16;
 
 impl Summarise for f32 {
     fn add_all(acc: &mut Accumulator, values: &[Self]) {
         let acc = float_sum(acc);
         acc.count += values.len() as u64;
-        add(acc, values);
+        add(crate::arch::current(), acc, values);
+    }
+}
+
+/// bfloat16 is float32 with the low 16 bits of the mantissa dropped: each block widened to
+/// float32, exactly, is summarised as float32, into the same counts, extremes and exact sum.
+impl Summarise for bf16 {
+    fn add_all(acc: &mut Accumulator, values: &[Self]) {
+        let acc = float_sum(acc);
+        acc.count += values.len() as u64;
+        add(crate::arch::current(), acc, values);
     }
 }
 
@@ -42,8 +54,8 @@ impl Summarise for f32 {
 pub(super) const BLOCK: usize = 1 << 13;
 /// Binades per window. A window's lowest unit is 2^(lo - 150) for its lowest biased exponent
 /// lo, its values are below 2^(lo + WINDOW - 127), and a block's sum is below 2^13 times
-/// that: 2^(WINDOW + 36) units, at most 2^53.
-pub(super) const WINDOW: u32 = 17;
+/// that: 2^(WINDOW + 36) units, below 2^53.
+pub(super) const WINDOW: u32 = 16;
 const _: () = assert!(WINDOW + 36 <= 53 && BLOCK == 1 << 13);
 
 /// The most values below the guessed windows that are added one by one (`add_below`); a
@@ -76,14 +88,15 @@ trait Passes {
     /// The census and the sums of the windows guessed from `lo` in one pass that keeps its
     /// counts in vector registers instead of memory, for the [`COUNTED`] binades from
     /// `max(lo - WINDOW, 1)` only; `None` where the CPU has no such pass.
-    fn counted(&self, _block: &[f32], _lo: u32) -> Option<Counted> {
+    fn counted<T: Wide>(&self, _block: &[T], _lo: u32) -> Option<Counted> {
         None
     }
 }
 
-/// Binades that [`Passes::counted`] counts: the two windows' and six above them.
-pub(super) const COUNTED: usize = 40;
-const _: () = assert!(COUNTED >= 2 * WINDOW as usize && COUNTED.is_multiple_of(8));
+/// Binades that [`Passes::counted`] counts: the two windows', one bit position of a 32-bit lane
+/// each.
+pub(super) const COUNTED: usize = 32;
+const _: () = assert!(COUNTED == 2 * WINDOW as usize);
 
 /// What [`Passes::counted`] finds in a block.
 pub(super) struct Counted {
@@ -97,73 +110,92 @@ pub(super) struct Counted {
     zsub: u64,
 }
 
-pub(super) fn add(acc: &mut FloatSum, values: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") {
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX2 and AVX-512F.
-            return unsafe { add_avx512(acc, values) };
-        }
-        // SAFETY: the CPU has AVX2.
-        return unsafe { add_avx2(acc, values) };
-    }
-    add_portable(acc, values);
+/// The elements the float32 summary takes: float32, and bfloat16, which is float32 with the low
+/// 16 bits of the mantissa dropped.
+pub(super) trait Wide: Copy + Load {
+    /// The value's float32 bits.
+    fn bits(self) -> u32;
+    /// The block as float32: itself, or widened (exactly) into `scratch`.
+    fn widen<'a>(block: &'a [Self], scratch: &'a mut [f32; BLOCK]) -> &'a [f32];
 }
 
-/// A way of adding float32 values.
-#[cfg(test)]
-pub(super) type Path = fn(&mut FloatSum, &[f32]);
+impl Wide for f32 {
+    #[inline(always)]
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
 
-/// Every way of adding float32 values that this CPU can run, by name: the dispatched one
-/// and the others, so that the tests compare them all.
-#[cfg(test)]
-pub(super) fn paths() -> Vec<(&'static str, Path)> {
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // only x86 has more tiers
-    let mut paths: Vec<(&'static str, Path)> = vec![("dispatched", add), ("portable", add_portable)];
-    #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        paths.push(("avx2", |acc, v| unsafe { add_avx2(acc, v) }));
-        if is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX2 and AVX-512F.
-            paths.push(("avx512", |acc, v| unsafe { add_avx512(acc, v) }));
-        }
+    #[inline(always)]
+    fn widen<'a>(block: &'a [f32], _scratch: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        block
     }
-    for path in ["avx2", "avx512"] {
-        if !paths.iter().any(|(name, _)| *name == path) {
-            eprintln!("skipped: the {path} float32 summary, which this CPU cannot run");
-        }
+}
+
+impl Wide for bf16 {
+    #[inline(always)]
+    fn bits(self) -> u32 {
+        u32::from(self.to_bits()) << 16
     }
-    paths
+
+    #[inline(always)]
+    fn widen<'a>(block: &'a [bf16], scratch: &'a mut [f32; BLOCK]) -> &'a [f32] {
+        let wide = &mut scratch[..block.len()];
+        wide.iter_mut().zip(block).for_each(|(w, x)| *w = f32::from_bits(x.bits()));
+        wide
+    }
+}
+
+/// What the AVX-512 pass loads ([`avx512::Load`]); nothing elsewhere.
+#[cfg(target_arch = "x86_64")]
+pub(super) use avx512::Load;
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) trait Load {}
+#[cfg(not(target_arch = "x86_64"))]
+impl<T> Load for T {}
+
+/// Adds `values` with `tier`'s passes.
+pub(super) fn add<T: Wide>(tier: Supported, acc: &mut FloatSum, values: &[T]) {
+    match tier.tier() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `tier` is one the CPU has (`Supported`).
+        Tier::Avx512 => unsafe { add_avx512(acc, values) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Tier::Avx2 => unsafe { add_avx2(acc, values) },
+        _ => add_portable(acc, values),
+    }
 }
 
 /// [`add_block`] for any CPU.
-pub(super) fn add_portable(acc: &mut FloatSum, values: &[f32]) {
-    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &portable::Portable));
+pub(super) fn add_portable<T: Wide>(acc: &mut FloatSum, values: &[T]) {
+    let mut scratch = [0f32; BLOCK];
+    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &portable::Portable, &mut scratch));
 }
 
 /// [`add_block`] with the AVX2 passes.
 ///
 /// # Safety
-/// The CPU must have AVX2.
+/// The CPU must have the AVX2 tier.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn add_avx2(acc: &mut FloatSum, values: &[f32]) {
+#[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt")]
+unsafe fn add_avx2<T: Wide>(acc: &mut FloatSum, values: &[T]) {
     // SAFETY: the caller checked.
     let passes = unsafe { avx2::Avx2::new() };
-    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes));
+    let mut scratch = [0f32; BLOCK];
+    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes, &mut scratch));
 }
 
 /// [`add_block`] with the AVX2 passes and the AVX-512 [`Passes::counted`].
 ///
 /// # Safety
-/// The CPU must have AVX2 and AVX-512F.
+/// The CPU must have the AVX-512 tier.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f")]
-unsafe fn add_avx512(acc: &mut FloatSum, values: &[f32]) {
+#[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt,popcnt,avx512f,avx512bw,avx512dq,avx512vl,avx512cd")]
+unsafe fn add_avx512<T: Wide>(acc: &mut FloatSum, values: &[T]) {
     // SAFETY: the caller checked.
     let passes = unsafe { avx512::Avx512::new() };
-    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes));
+    let mut scratch = [0f32; BLOCK];
+    values.chunks(BLOCK).for_each(|block| add_block(acc, block, &passes, &mut scratch));
 }
 
 /// A float32's bits as an integer in the order of the values (-0.0 just below +0.0).
@@ -199,8 +231,10 @@ fn windows_from(lo: u32) -> [u32; 3] {
     [start((lo + WINDOW).min(255)), start(lo), start(lo.saturating_sub(WINDOW))]
 }
 
+/// Adds a block of at most [`BLOCK`] values; `scratch` holds it widened to float32 where the
+/// guessed windows' pass does not take it.
 #[inline(always)]
-fn add_block(acc: &mut FloatSum, block: &[f32], passes: &impl Passes) {
+fn add_block<T: Wide>(acc: &mut FloatSum, block: &[T], passes: &impl Passes, scratch: &mut [f32; BLOCK]) {
     // With a guess from the last block, its two windows are summed in the census's pass;
     // the histogram then tells whether they held every value. Where the CPU can, that pass
     // counts in registers, and a block it does not fit is taken again as below.
@@ -215,6 +249,7 @@ fn add_block(acc: &mut FloatSum, block: &[f32], passes: &impl Passes) {
             windows = 0;
         }
     }
+    let block = T::widen(block, scratch);
     let mut counts = [[0u32; 256]; COPIES];
     let ((min_key, max_key), guessed) = match windows {
         0 => (passes.census(block, &mut counts), None),
@@ -280,7 +315,8 @@ fn add_block(acc: &mut FloatSum, block: &[f32], passes: &impl Passes) {
 /// A block that [`Passes::counted`] took with the windows guessed from `lo`. Returns false,
 /// having added nothing, where they do not fit it: it holds NaN or an infinity, a value
 /// above them or more than [`STRAGGLERS`] below them.
-fn add_counted(acc: &mut FloatSum, block: &[f32], lo: u32, c: Counted) -> bool {
+#[inline(always)]
+fn add_counted<T: Wide>(acc: &mut FloatSum, block: &[T], lo: u32, c: Counted) -> bool {
     let magnitude = |key: i32| (if key < 0 { !key } else { key }) as u32;
     let largest = magnitude(c.keys.0).max(magnitude(c.keys.1));
     let floor = lo.saturating_sub(WINDOW);
@@ -314,12 +350,13 @@ fn add_counted(acc: &mut FloatSum, block: &[f32], lo: u32, c: Counted) -> bool {
 }
 
 /// The zeros and negative zeros of a block that holds `zsub` values of biased exponent 0.
-fn zeros(block: &[f32], zsub: u64) -> (u64, u64) {
+#[inline(always)]
+fn zeros<T: Wide>(block: &[T], zsub: u64) -> (u64, u64) {
     match zsub {
         0 => (0, 0),
         _ => (
-            block.iter().filter(|x| x.to_bits() & ABS == 0).count() as u64,
-            block.iter().filter(|x| x.to_bits() == !ABS).count() as u64,
+            block.iter().filter(|x| x.bits() & ABS == 0).count() as u64,
+            block.iter().filter(|x| x.bits() == !ABS).count() as u64,
         ),
     }
 }
@@ -332,13 +369,12 @@ fn hint(highest: Option<u32>, guess: u32) -> u32 {
 
 /// Records a block's counts by biased exponent (`bins[0]`: zeros and subnormals), its zeros
 /// and negative zeros, and its extremes.
+#[inline(always)]
 fn record_block(acc: &mut FloatSum, bins: &[u64; 256], (zero, negative_zero): (u64, u64), keys: (i32, i32)) {
     acc.subnormal += bins[0] - zero;
-    for (e, &n) in bins.iter().enumerate().take(255).skip(1) {
-        if n > 0 {
-            acc.binades[binade::<f32>(e)] += n;
-        }
-    }
+    // Biased exponents 1 to 254 are consecutive binades.
+    let first = binade::<f32>(1);
+    acc.binades[first..first + 254].iter_mut().zip(&bins[1..255]).for_each(|(a, n)| *a += n);
     acc.zero += zero;
     acc.negative_zero += negative_zero;
     let value = |key: i32| f64::from(f32::from_bits(if key < 0 { !key as u32 | !ABS } else { key as u32 }));
@@ -349,13 +385,14 @@ fn record_block(acc: &mut FloatSum, bins: &[u64; 256], (zero, negative_zero): (u
 /// Adds the values of `block` whose magnitude bits are non-zero and below `floor`, one by
 /// one, exactly; with `bins`, also counts those that are not subnormal there. The scan tests groups of [`SUM_LANES`] without a branch per value, so the
 /// compiler vectorises it; only a group that holds such a value is looked at again.
-fn add_below(acc: &mut FloatSum, block: &[f32], floor: u32, mut bins: Option<&mut [u64; 256]>) {
+#[inline(always)]
+fn add_below<T: Wide>(acc: &mut FloatSum, block: &[T], floor: u32, mut bins: Option<&mut [u64; 256]>) {
     // 0 < a < floor, as one unsigned comparison: a = 0 wraps to the top.
-    let under = |x: &f32| (x.to_bits() & ABS).wrapping_sub(1) < floor.saturating_sub(1);
+    let under = |x: &T| (x.bits() & ABS).wrapping_sub(1) < floor.saturating_sub(1);
     let mut groups = block.chunks_exact(SUM_LANES);
-    let mut one = |group: &[f32]| {
+    let mut one = |group: &[T]| {
         for x in group.iter().filter(|x| under(x)) {
-            if let Some((e, m)) = split::<f32>(acc, u64::from(x.to_bits())) {
+            if let Some((e, m)) = split::<f32>(acc, u64::from(x.bits())) {
                 acc.buckets[bucket::<f32>(e)] += i128::from(m);
                 if let Some(bins) = bins.as_deref_mut().filter(|_| e != 0) {
                     bins[e] += 1;
@@ -369,14 +406,6 @@ fn add_below(acc: &mut FloatSum, block: &[f32], floor: u32, mut bins: Option<&mu
         }
     }
     one(groups.remainder());
-}
-
-/// Adds a finite float64 exactly: its signed mantissa into its exponent's bucket.
-#[inline(always)]
-fn add_exact(acc: &mut FloatSum, x: f64) {
-    if let Some((e, m)) = split::<f64>(acc, x.to_bits()) {
-        acc.buckets[bucket::<f64>(e)] += i128::from(m);
-    }
 }
 
 #[cfg(test)]
@@ -597,12 +626,36 @@ mod tests {
             for len in [v.len(), 1, 15, 17, BLOCK - 1, BLOCK + 1] {
                 let v = &v[..len.min(v.len())];
                 let slow = packed_f32(v);
-                for (path, add) in paths() {
+                for tier in Supported::all() {
+                    let path = tier.tier().name();
                     let mut acc = FloatSum::default();
                     acc.count += v.len() as u64;
-                    add(&mut acc, v);
+                    add(tier, &mut acc, v);
                     assert_eq!(acc.finish(), slow.finish(), "{name}, {len} values, {path}");
                     assert_eq!(exact(&acc), exact(&slow), "{name}, {len} values, {path}: the exact sums differ");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bfloat16_widened_matches_the_general_path() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let all: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let finite: Vec<bf16> = all.iter().copied().filter(|x| x.is_finite()).collect();
+        let squares: Vec<bf16> = (0..100_000)
+            .map(|_| bf16::from_f32(((rng.next() >> 40) as f32 / (1 << 24) as f32 - 0.5).powi(2)))
+            .collect();
+        for (name, v) in [("every bit pattern", all), ("every finite one", finite), ("squares", squares)] {
+            for len in [v.len(), 1, 15, BLOCK - 1, BLOCK + 1] {
+                let v = &v[..len.min(v.len())];
+                let mut general = FloatSum::default();
+                crate::summary::float::add_floats(&mut general, v);
+                for tier in Supported::all() {
+                    let mut acc = FloatSum::default();
+                    acc.count += v.len() as u64;
+                    add(tier, &mut acc, v);
+                    assert_eq!(acc.finish(), general.finish(), "{name}, {len} values, {}", tier.tier().name());
                 }
             }
         }

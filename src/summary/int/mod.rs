@@ -1,9 +1,19 @@
 //! The integer kind of summary: counts, extremes, the histogram by binade of `|x|` and the
 //! exact sum in 192 bits ([`WideInt`]), for every integer dtype.
+//!
+//! The portable path adds each block in an `i128`. The AVX-512 tier (`avx512.rs`) takes values
+//! in vectors of 32-bit lanes (the dtypes of 8 to 32 bits, widened) or 64-bit lanes: extremes by
+//! lane, sums in 64-bit lanes (a 64-bit value split into its high and low 32 bits) that a
+//! block ([`Tally`]) cannot overflow, and the histogram by bit position of `1 << (bit length - 1)`
+//! ([`positions`](super::positions)). The unit tests compare every tier with the portable path.
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 use super::exact::ExactSum;
 use super::wide::WideInt;
 use super::{Accumulator, Number, Summarise, Summary};
+use crate::arch::{Supported, Tier};
 
 /// Slots of the histogram: `|x|` in `[2^e, 2^(e+1))` counts in slot `e + 1`, for `e` from 0 to
 /// 64 (`|i64::MIN|` is 2^63); slot 0 is unused, zeros are counted apart.
@@ -71,27 +81,38 @@ fn int_sum(acc: &mut Accumulator) -> &mut IntSum {
     }
 }
 
+/// An integer element type: its value exactly, and its kernels.
+pub(super) trait Int: Copy {
+    fn wide(self) -> i128;
+    /// Adds `values` with `tier`'s kernels.
+    fn add_tier(tier: Supported, acc: &mut IntSum, values: &[Self]);
+}
+
 macro_rules! summarise_ints {
     ($($t:ty),*) => {$(
         impl Summarise for $t {
-            /// Blocks of 2^16 elements sum in an `i128` without overflow checks (at most 2^80).
             fn add_all(acc: &mut Accumulator, values: &[Self]) {
-                let acc = int_sum(acc);
-                acc.count += values.len() as u64;
-                for block in values.chunks(1 << 16) {
-                    let (mut sum, mut mn, mut mx) = (0i128, acc.min, acc.max);
-                    for &x in block {
-                        let x = x as i128;
-                        sum += x;
-                        mn = mn.min(x);
-                        mx = mx.max(x);
-                        match x.unsigned_abs() {
-                            0 => acc.zero += 1,
-                            a => acc.binades[(127 - a.leading_zeros()) as usize + 1] += 1,
+                <$t as Int>::add_tier(crate::arch::current(), int_sum(acc), values);
+            }
+        }
+
+        impl Int for $t {
+            #[inline(always)]
+            fn wide(self) -> i128 {
+                self as i128
+            }
+
+            fn add_tier(tier: Supported, acc: &mut IntSum, values: &[Self]) {
+                match tier.tier() {
+                    #[cfg(target_arch = "x86_64")]
+                    Tier::Avx512 => {
+                        acc.count += values.len() as u64;
+                        for block in values.chunks(avx512::block_len::<$t>()) {
+                            // SAFETY: `tier` is one the CPU has (`Supported`): the AVX-512 tier.
+                            record(acc, &unsafe { avx512::tally(block) });
                         }
                     }
-                    (acc.min, acc.max) = (mn, mx);
-                    acc.sum.add(sum);
+                    _ => add_portable(acc, values),
                 }
             }
         }
@@ -99,10 +120,119 @@ macro_rules! summarise_ints {
 }
 summarise_ints!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+/// The portable path: blocks of 2^16 elements sum in an `i128` without overflow checks (at
+/// most 2^80).
+fn add_portable<T: Int>(acc: &mut IntSum, values: &[T]) {
+    acc.count += values.len() as u64;
+    for block in values.chunks(1 << 16) {
+        let (mut sum, mut mn, mut mx) = (0i128, acc.min, acc.max);
+        for &x in block {
+            let x = x.wide();
+            sum += x;
+            mn = mn.min(x);
+            mx = mx.max(x);
+            match x.unsigned_abs() {
+                0 => acc.zero += 1,
+                a => acc.binades[(127 - a.leading_zeros()) as usize + 1] += 1,
+            }
+        }
+        (acc.min, acc.max) = (mn, mx);
+        acc.sum.add(sum);
+    }
+}
+
+/// What a block of integers holds, before it joins the accumulator.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Tally {
+    /// Values `x` with `|x|` of bit length `k + 1` (in `[2^k, 2^(k+1))`), by `k`.
+    bins: [u64; 64],
+    zero: u64,
+    min: i128,
+    max: i128,
+    sum: i128,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally { bins: [0; 64], zero: 0, min: i128::MAX, max: i128::MIN, sum: 0 }
+    }
+}
+
+impl Tally {
+    /// Adds one value: the scalar path, for the ends of blocks.
+    #[inline]
+    pub(super) fn add_one(&mut self, x: i128) {
+        self.sum += x;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        match x.unsigned_abs() {
+            0 => self.zero += 1,
+            a => self.bins[(127 - a.leading_zeros()) as usize] += 1,
+        }
+    }
+}
+
+/// Adds a block's tally to the accumulator.
+fn record(acc: &mut IntSum, t: &Tally) {
+    acc.zero += t.zero;
+    for (slot, &n) in acc.binades.iter_mut().skip(1).zip(&t.bins) {
+        *slot += n;
+    }
+    acc.min = acc.min.min(t.min);
+    acc.max = acc.max.max(t.max);
+    acc.sum.add(t.sum);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dtype::DType;
+
+    /// The summary of `values` by each tier the CPU has, the portable one first.
+    fn by_tier<T: Int>(values: &[T]) -> Vec<(Tier, Summary)> {
+        Supported::all()
+            .into_iter()
+            .map(|tier| {
+                let mut acc = IntSum::default();
+                T::add_tier(tier, &mut acc, values);
+                (tier.tier(), acc.finish())
+            })
+            .collect()
+    }
+
+    fn check_tiers<T: Int + std::fmt::Debug>(name: &str, v: &[T]) {
+        for range in [0..v.len(), 1..v.len(), 0..255, 3..259, 7..(1 << 15) + 300] {
+            let v = &v[range.start.min(v.len())..range.end.min(v.len())];
+            let sums = by_tier(v);
+            for (tier, s) in &sums[1..] {
+                assert_eq!(s, &sums[0].1, "{name}, {} values, {tier:?}", v.len());
+            }
+        }
+    }
+
+    #[test]
+    fn every_tier_gives_the_portable_summary_quick() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let r: Vec<u64> = (0..100_000).map(|_| next()).collect();
+        macro_rules! each {
+            ($($t:ty),*) => {$(
+                let v: Vec<$t> = r.iter().map(|&x| x as $t).collect();
+                check_tiers(stringify!($t), &v);
+                let v: Vec<$t> = r.iter().map(|&x| (x >> (x % 64)) as $t).collect();
+                check_tiers(stringify!($t), &v);
+                check_tiers(stringify!($t), &vec![<$t>::MIN; 70_000]);
+                check_tiers(stringify!($t), &vec![<$t>::MAX; 70_000]);
+                check_tiers(stringify!($t), &vec![0 as $t; 70_000]);
+            )*};
+        }
+        each!(i8, i16, i32, i64, u8, u16, u32, u64);
+    }
 
     fn digits(a: &Accumulator) -> String {
         match a.finish().sum {
