@@ -59,6 +59,7 @@ pub(super) fn apply_tier(
     a: Operand<'_, f16>,
     b: Operand<'_, f16>,
 ) {
+    #[cfg(target_arch = "x86_64")]
     use crate::arch::Tier;
     match tier.tier() {
         #[cfg(target_arch = "x86_64")]

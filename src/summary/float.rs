@@ -311,6 +311,7 @@ pub(super) fn add_packed_block<T: FloatBits>(acc: &mut FloatSum, block: &[T]) {
 }
 
 /// Adds float64 `values` one by one ([`add_wide`]), without counting them.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn add_each(acc: &mut FloatSum, values: &[f64]) {
     values.iter().for_each(|&x| add_wide(acc, x));
 }

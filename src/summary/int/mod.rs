@@ -7,6 +7,9 @@
 //! block ([`Tally`]) cannot overflow, and the histogram by bit position of `1 << (bit length - 1)`
 //! ([`positions`](super::positions)). The unit tests compare every tier with the portable path.
 
+// The blocks below feed the x86-64 tiers; elsewhere only the portable path runs.
+#![cfg_attr(not(target_arch = "x86_64"), allow(unused_imports, dead_code))]
+
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
