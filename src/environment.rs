@@ -118,6 +118,11 @@ pub const VARIABLES: &[Variable] = &[
         effect: "shrink the directml backend's output chunk (default at most 16 MiB), so small tests cover many \
                  dispatches",
     },
+    Variable {
+        name: "TENSOROP_DIRECTML_IN_FLIGHT",
+        value: "1|2|3",
+        effect: "the directml backend's chunks in flight at once (default 3; 1: one at a time, to compare)",
+    },
 ];
 
 /// Variables only the test suites read (they turn a skip into a failure, or name a binary);

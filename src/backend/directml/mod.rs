@@ -53,12 +53,17 @@ pub const DEBUG_ENV: &str = "TENSOROP_DIRECTML_DEBUG";
 /// `1`: compile operators with `DML_EXECUTION_FLAG_DISABLE_META_COMMANDS` (a driver's
 /// metacommands may round differently by vendor).
 pub const NO_METACOMMANDS_ENV: &str = "TENSOROP_DIRECTML_DISABLE_METACOMMANDS";
+/// Chunks in flight at once, 1 to 3 (default 3): 1 runs one chunk at a time, to compare.
+pub const IN_FLIGHT_ENV: &str = "TENSOROP_DIRECTML_IN_FLIGHT";
 /// The DXGI adapter to run on, by its index in `tensorop devices`.
 pub const ADAPTER_ENV: &str = "TENSOROP_DIRECTML_ADAPTER";
 /// Bytes: the largest output chunk per dispatch (tests use small values to reach many chunks).
 pub const CHUNK_ENV: &str = "TENSOROP_DIRECTML_CHUNK_BYTES";
 /// Largest output chunk per dispatch by default: bounds host and staging memory.
 const MAX_CHUNK_BYTES: u64 = 16 << 20;
+/// The most chunks in flight at once, and the default: one the device runs, one waiting behind
+/// it, one the host hands on and refills.
+pub const MAX_IN_FLIGHT: usize = 3;
 
 /// How the directml backend is set up: the level (`--feature-level`, the minimum
 /// `DMLCreateDevice1` is asked for), the DLL, the adapter, the chunk size and `--verify`.
@@ -77,6 +82,8 @@ pub struct Settings {
     pub debug: bool,
     pub adapter: Option<u32>,
     pub chunk_bytes: u64,
+    /// Chunks in flight at once (`TENSOROP_DIRECTML_IN_FLIGHT`), 1 to 3.
+    pub in_flight: usize,
     pub verify: bool,
     /// The float16 rule a flag named (`--float16`, `--directml-version`): `--verify`'s
     /// reference. `None`: the rule of the release loaded ([`Dml::float16_rule`]).
@@ -101,6 +108,13 @@ impl Settings {
                 _ => bail!("{CHUNK_ENV}={v} is not a byte count; give a whole number such as 65536"),
             },
         };
+        let in_flight = match value(IN_FLIGHT_ENV) {
+            None => MAX_IN_FLIGHT,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=MAX_IN_FLIGHT).contains(&n) => n,
+                _ => bail!("{IN_FLIGHT_ENV}={v}: give the chunks in flight at once, 1 to {MAX_IN_FLIGHT}"),
+            },
+        };
         let timeout = match value(TIMEOUT_ENV) {
             None => wait::DEFAULT_TIMEOUT,
             Some(v) => match v.parse::<f64>() {
@@ -117,7 +131,19 @@ impl Settings {
         let debug = switch(DEBUG_ENV, "the Direct3D 12 debug layer and DirectML's debug device")?;
         let dll = value(DLL_ENV).map(|v| existing_file(DLL_ENV, &v)).transpose()?;
         let d3d12 = value(D3D12_ENV).map(|v| existing_file(D3D12_ENV, &v)).transpose()?;
-        Ok(Settings { level, dll, d3d12, timeout, no_metacommands, debug, adapter, chunk_bytes, verify, float16: None })
+        Ok(Settings {
+            level,
+            dll,
+            d3d12,
+            timeout,
+            no_metacommands,
+            debug,
+            adapter,
+            chunk_bytes,
+            in_flight,
+            verify,
+            float16: None,
+        })
     }
 
     /// Settings for listing devices: no level asked for.
@@ -366,6 +392,16 @@ mod tests {
             ["DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION", "DML_EXECUTION_FLAG_DISABLE_META_COMMANDS"]
         );
         assert!(settings(&[(NO_METACOMMANDS_ENV, "yes")]).is_err());
+    }
+
+    #[test]
+    fn one_to_three_chunks_are_in_flight() {
+        assert_eq!(settings(&[]).expect("default").in_flight, 3);
+        assert_eq!(settings(&[(IN_FLIGHT_ENV, "1")]).expect("one").in_flight, 1);
+        for bad in ["0", "4", "two"] {
+            let e = settings(&[(IN_FLIGHT_ENV, bad)]).expect_err("refused");
+            assert!(format!("{e:#}").contains("1 to 3"), "{bad}: {e:#}");
+        }
     }
 
     #[test]

@@ -10,9 +10,8 @@ use windows::Win32::Graphics::Direct3D12::*;
 use windows::Win32::System::Threading::{CreateEventW, WaitForSingleObject};
 use windows::Win32::AI::MachineLearning::DirectML::*;
 
-/// Command lists in flight at once: one the device runs, one waiting behind it, one the host
-/// records (and then reads back).
-pub(super) const SLOTS: usize = 3;
+/// Command lists the queue keeps: the most chunks in flight ([`super::MAX_IN_FLIGHT`]).
+pub(super) const SLOTS: usize = super::MAX_IN_FLIGHT;
 
 /// One command list and its allocator, and the fence value of its submission still in flight
 /// (0: none).

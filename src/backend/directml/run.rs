@@ -6,7 +6,6 @@
 use super::chunks::{chunks, Chunk};
 use super::device::Device;
 use super::operator::Shapes;
-use super::queue::SLOTS;
 use super::stream::{Finished, Stream};
 use super::verify::{semantics, Verified};
 use super::Settings;
@@ -78,7 +77,7 @@ impl Sink<'_, '_> {
     }
 }
 
-/// Runs `job` on DirectML, [`SLOTS`] chunks in flight: each slot's finished chunk is handed
+/// Runs `job` on DirectML, `settings.in_flight` chunks in flight: each slot's finished chunk is handed
 /// on just before the slot takes the next one, so the device works while the host reads and
 /// writes.
 pub(super) fn run(
@@ -102,18 +101,19 @@ pub(super) fn run(
     let sems = semantics(job);
     let reference = settings.verify.then(|| Reference::new(job, sems.clone())).transpose()?;
     let mut sink = Sink { job, reference, wants: vec![Vec::new(); sems.len()], emit, ran };
-    let mut stream = Stream::new(dev, &shapes, &all)?;
+    let mut stream = Stream::new(dev, &shapes, &all, settings.in_flight)?;
+    let slots = stream.slots();
     let count = all.len();
     for (i, c) in all.into_iter().enumerate() {
-        let slot = i % SLOTS;
+        let slot = i % slots;
         hand_on(&mut stream, slot, &mut sink)?;
         let t = Instant::now();
         read_windows(job, &c, stream.windows(slot, &c)?)?;
         sink.ran.busy.read += t.elapsed();
         stream.submit(slot, c)?;
     }
-    for k in 0..SLOTS {
-        hand_on(&mut stream, (count + k) % SLOTS, &mut sink)?;
+    for k in 0..slots {
+        hand_on(&mut stream, (count + k) % slots, &mut sink)?;
     }
     Ok(sink.ran)
 }

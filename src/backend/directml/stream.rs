@@ -1,4 +1,4 @@
-//! Windows: a job's chunks streamed through DirectML, [`SLOTS`] of them in flight: while the
+//! Windows: a job's chunks streamed through DirectML, up to three in flight: while the
 //! device copies, computes and reads back one chunk, the host reads the next chunk's input
 //! windows straight into a persistently mapped upload buffer, and hands the finished chunk on
 //! straight from a persistently mapped read-back buffer. Each slot has its own upload, device
@@ -9,7 +9,7 @@
 use super::chunks::Chunk;
 use super::device::Device;
 use super::operator::{Compiled, Shapes};
-use super::queue::{Queue, SLOTS};
+use super::queue::Queue;
 use super::resource::{buffer, transition};
 use super::stamps::{GpuTime, Mark, Stamps};
 use anyhow::{anyhow, Context, Result};
@@ -82,13 +82,13 @@ impl Drop for Stream<'_> {
 impl<'d> Stream<'d> {
     /// Compiles the operator for every chunk shape of `chunks` and makes slots large enough
     /// for the largest chunk.
-    pub(super) fn new(dev: &'d Device, shapes: &Shapes, chunks: &[Chunk]) -> Result<Stream<'d>> {
+    pub(super) fn new(dev: &'d Device, shapes: &Shapes, chunks: &[Chunk], in_flight: usize) -> Result<Stream<'d>> {
         let mut q = dev.queue.lock().map_err(|_| anyhow!("internal error: the DirectML queue was poisoned"))?;
         let es = shapes.dtype.size() as u64;
         let mut compiled = HashMap::new();
         for c in chunks {
             if !compiled.contains_key(&c.sizes) {
-                compiled.insert(c.sizes.clone(), Compiled::new(dev, &mut q, shapes, &c.sizes, SLOTS)?);
+                compiled.insert(c.sizes.clone(), Compiled::new(dev, &mut q, shapes, &c.sizes, in_flight)?);
             }
         }
         let most = |f: &dyn Fn(&Compiled) -> u64| compiled.values().map(f).max().unwrap_or(0);
@@ -97,8 +97,8 @@ impl<'d> Stream<'d> {
         let d3d = &dev.d3d;
         let (common, dst, read) =
             (D3D12_RESOURCE_STATE_COMMON, D3D12_RESOURCE_STATE_COPY_DEST, D3D12_RESOURCE_STATE_GENERIC_READ);
-        let mut slots = Vec::with_capacity(SLOTS);
-        for _ in 0..SLOTS {
+        let mut slots = Vec::with_capacity(in_flight);
+        for _ in 0..in_flight {
             let default = |n: u64| buffer(d3d, D3D12_HEAP_TYPE_DEFAULT, n, common);
             slots.push(Slot {
                 upload: Mapped::new(d3d, D3D12_HEAP_TYPE_UPLOAD, second_at(windows[0]) + windows[1], read)?,
@@ -108,8 +108,13 @@ impl<'d> Stream<'d> {
                 chunk: None,
             });
         }
-        let stamps = Stamps::new(d3d, &q.queue, SLOTS as u32).ok();
+        let stamps = Stamps::new(d3d, &q.queue, in_flight as u32).ok();
         Ok(Stream { dev, q, compiled, slots, stamps, es })
+    }
+
+    /// The slots: chunks in flight at most.
+    pub(super) fn slots(&self) -> usize {
+        self.slots.len()
     }
 
     /// Waits for the chunk in flight in slot `slot`, if any, and returns it; its output is
